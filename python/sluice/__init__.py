@@ -848,6 +848,30 @@ def _int_key_condition(name, op, dtype):
     return "%s%s%d" % (name, "<" if op in ("=", "==", "in") else ">=", least)
 
 
+def _with_index_columns(dataset, src, columns):
+    """`columns` (a list) and the index columns that pandas recorded in the
+    source's "pandas" metadata and `columns` leaves out, as pd.read_parquet
+    and dd.read_parquet read them (pyarrow's use_pandas_metadata): the index
+    comes back with a projection. None when nothing is to be added (no
+    projection, no such metadata, a source that cannot be opened again)."""
+    if columns is None or isinstance(columns, (str, bytes, bytearray)) or _is_data(src):
+        return None
+    if not isinstance(src, (list, tuple, str, bytes)) and not hasattr(src, "__fspath__"):
+        return None  # (a file object: read once)
+    import json
+    full = Schema(dataset.full_schema())
+    try:
+        specs = json.loads(full.metadata.get("pandas") or "{}").get("index_columns") or []
+    except (ValueError, TypeError, AttributeError):
+        return None
+    columns = list(columns)
+    names = set(full.names)
+    missing = [s for s in specs if isinstance(s, str) and s in names and s not in columns]
+    if not missing or not _reopenable(_location(src)):
+        return None
+    return columns + missing
+
+
 def _reopenable(location):
     """Whether a location can be opened again (not a stream read once)."""
     if isinstance(location, list):
@@ -1440,6 +1464,17 @@ def read_pandas(src, *, format=None, columns=None, threads=None, ordered=True, l
         ds = _open(src, format, columns, threads, ordered, limit, batch_rows, memory,
                    format_options, hive_partitioning, union_by_name, filters, filter_values,
                    settled=not _refine)
+        try:
+            with_index = _with_index_columns(ds, src, columns)
+        except BaseException:
+            ds.close()
+            raise
+        if with_index is not None:
+            ds.close()
+            filter_values = []
+            ds = _open(src, format, with_index, threads, ordered, limit, batch_rows, memory,
+                       format_options, hive_partitioning, union_by_name, filters,
+                       filter_values, settled=not _refine)
     if planned is not None and ds.num_splits != planned:
         now = ds.num_splits
         if _dataset is None:

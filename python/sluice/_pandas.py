@@ -1035,9 +1035,10 @@ def _pandas_index(pd, pandas_metadata, names, data, rows):
     schema metadata of DataFrame.to_parquet / to_feather), as pyarrow's
     to_pandas and pd.read_parquet restore it: (index, positions of the
     columns it was made of). Index columns leave the columns, with their
-    names; a RangeIndex gets back its start and step. Anything missing (a
-    projection without the index columns, a limit that shortened a range) or
-    malformed gives (None, ()): the default index."""
+    names; a RangeIndex gets back its start and step (a range level that a
+    filter or limit shortened is left out, as pyarrow leaves it out).
+    Anything missing (a projection without the index columns) or malformed
+    gives (None, ()): the default index."""
     if not isinstance(pandas_metadata, str):
         return None, ()
     import json
@@ -1061,25 +1062,31 @@ def _pandas_index(pd, pandas_metadata, names, data, rows):
     for k, spec in enumerate(specs):
         if isinstance(spec, dict) and spec.get("kind") == "range":
             try:
-                ranges[k] = pd.RangeIndex(spec.get("start", 0), spec["stop"], spec.get("step", 1),
-                                          name=spec.get("name"))
+                level = pd.RangeIndex(spec.get("start", 0), spec["stop"], spec.get("step", 1),
+                                      name=spec.get("name"))
             except (KeyError, TypeError, ValueError):
                 return None, ()
-            if len(ranges[k]) != rows:
-                return None, ()
+            # A range of another length (rows a filter or a limit left out)
+            # is left out, as pyarrow leaves it out.
+            if len(level) == rows:
+                ranges[k] = level
         elif not isinstance(spec, str):
             return None, ()
-    if len(specs) == 1 and ranges:
-        return ranges[0], ()
-    if not ranges:
+    levels = [k for k, spec in enumerate(specs) if k in ranges or isinstance(spec, str)]
+    if not levels:
         return None, ()
+    if len(specs) == 1:
+        return ranges[0], ()
     # Levels of both kinds (df.set_index(col, append=True) over a RangeIndex)
     columns = [s for s in specs if isinstance(s, str)]
     if len(set(names)) != len(names) or not set(names).issuperset(columns):
         return None, ()
     at = [names.index(s) for s in columns]
-    arrays = [ranges[k] if k in ranges else data[names.index(s)] for k, s in enumerate(specs)]
-    index_names = [ranges[k].name if k in ranges else labels.get(s, s) for k, s in enumerate(specs)]
+    arrays = [ranges[k] if k in ranges else data[names.index(specs[k])] for k in levels]
+    index_names = [ranges[k].name if k in ranges else labels.get(specs[k], specs[k])
+                   for k in levels]
+    if len(levels) == 1:
+        return pd.Index(arrays[0], name=index_names[0], copy=False), at
     return pd.MultiIndex.from_arrays(arrays, names=index_names), at
 
 

@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 
-from . import _is_data, _open, read_pandas
+from . import _is_data, _open, _with_index_columns, read_pandas
 from ._table import Schema, Table
 
 
@@ -218,6 +218,12 @@ def read(src, *, format=None, columns=None, splits_per_partition=None, npartitio
     ds = _open(src, format, columns, None, True, None, None, None, format_options,
                hive_partitioning, union_by_name, filters)
     try:
+        with_index = _with_index_columns(ds, src, columns)
+        if with_index is not None:  # (the pandas index, as dd.read_parquet keeps it)
+            ds.close()
+            columns = with_index
+            ds = _open(src, format, columns, None, True, None, None, None, format_options,
+                       hive_partitioning, union_by_name, filters)
         schema = Schema(ds.schema())
         n = ds.num_splits
     finally:

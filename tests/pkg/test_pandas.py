@@ -327,6 +327,32 @@ def test_pandas_index_left_out_when_not_read(tmp_path):
     assert got["a"].tolist() == [0, 1, 2] and list(got.index) == [0, 1, 2]
 
 
+@pytest.mark.parametrize("index", ["named", "unnamed", "multi", "range", "range_and_column"])
+def test_read_pandas_with_columns_keeps_the_index_as_pd_read_parquet(tmp_path, index):
+    """read_pandas(columns=) adds the index columns the "pandas" metadata
+    names, as pd.read_parquet does (it gave the default index); so does
+    sluice.dask.read, as dd.read_parquet."""
+    import dask.dataframe as dd
+    import sluice.dask
+
+    path = tmp_path / "frame.parquet"
+    _indexed_frame(index).to_parquet(path, row_group_size=2)
+    for columns in (["a"], ["s", "a"]):
+        want = pd.read_parquet(path, columns=columns)
+        pd.testing.assert_frame_equal(sluice.read_pandas(path, columns=columns), want)
+        flt = [("a", ">", 2)]
+        pd.testing.assert_frame_equal(sluice.read_pandas(path, columns=columns, filters=flt),
+                                      pd.read_parquet(path, columns=columns, filters=flt))
+    if index in ("named", "unnamed", "multi"):  # (a range index is each partition's own)
+        got = sluice.dask.read(path, columns=["a"], splits_per_partition=1).compute()
+        want = dd.read_parquet(path, columns=["a"]).compute()
+        assert list(got.index) == list(want.index) == list(pd.read_parquet(path).index)
+        assert got.index.names == want.index.names
+    # A Table's to_pandas is pyarrow's read_table(columns=).to_pandas(): no index.
+    got = sluice.read(path, columns=["a"]).to_pandas()
+    assert isinstance(got.index, pd.RangeIndex)
+
+
 def test_parquet_categorical_as_pandas_wrote_it(tmp_path):
     # Categories in their order, unused ones, the ordered flag: from the
     # file's dictionaries, as pd.read_parquet gives them.
