@@ -919,6 +919,8 @@ def _stored_dtype(pd, spelled, t, made):
     if isinstance(dtype, pd.core.dtypes.dtypes.BaseMaskedDtype):
         if t.format in _NUMPY_CODES or t.kind == "bool":
             return dtype, None
+        if t.kind != "null":  # (another type now: a boolean partition key read as text)
+            return None, None
     try:
         import pyarrow
     except ImportError:

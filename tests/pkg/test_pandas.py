@@ -353,6 +353,24 @@ def test_read_pandas_with_columns_keeps_the_index_as_pd_read_parquet(tmp_path, i
     assert isinstance(got.index, pd.RangeIndex)
 
 
+def test_a_boolean_partition_key_reads_back_as_its_text(tmp_path):
+    """A pandas `boolean` column written as a partition key comes back as
+    the keys' text, as pyarrow.dataset reads the directories (the "pandas"
+    metadata's `boolean` dtype made every read fail with a bare TypeError;
+    pd.read_parquet fails so on pandas' own output)."""
+    import pyarrow.dataset as pds
+    import sluice.dask
+
+    df = pd.DataFrame({"b": pd.array([True, False, None], "boolean"), "v": [1, 2, 3]})
+    sluice.write(df, tmp_path / "p", format="parquet", partition_by=["b"])
+    want = pds.dataset(tmp_path / "p", partitioning="hive").to_table().sort_by("v")
+    for got in (sluice.read_pandas(tmp_path / "p"), sluice.read(tmp_path / "p").to_pandas(),
+                sluice.dask.read(tmp_path / "p").compute()):
+        got = got.sort_values("v")
+        assert got["v"].tolist() == want.column("v").to_pylist()
+        assert [None if pd.isna(x) else x for x in got["b"]] == want.column("b").to_pylist()
+
+
 def test_parquet_categorical_as_pandas_wrote_it(tmp_path):
     # Categories in their order, unused ones, the ordered flag: from the
     # file's dictionaries, as pd.read_parquet gives them.
