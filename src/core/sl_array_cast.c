@@ -8,6 +8,7 @@
 #include "sl_array.h"
 #include "sl_builder.h"
 #include "sl_error.h"
+#include "sl_type.h"
 
 /// Bytes of an integer format's values (0: not an integer format).
 static int int_width(char f) {
@@ -25,8 +26,22 @@ static int is_string(char f) { return f == 'u' || f == 'U'; }
 static int is_binary(char f) { return f == 'z' || f == 'Z'; }
 static int is_float(char f) { return f == 'f' || f == 'g'; }
 
+/// A timestamp's ("ts?:zone") or a duration's ("tD?") unit: 0 for seconds up
+/// to 3 for nanoseconds; -1 for other formats.
+static int time_unit(const char* f) {
+  if (f[0] != 't' || f[1] == '\0' || f[2] == '\0') return -1;
+  const int stamp = f[1] == 's' && f[3] == ':', duration = f[1] == 'D' && f[3] == '\0';
+  const char* at = (stamp || duration) ? strchr("smun", f[2]) : NULL;
+  return at != NULL ? (int)(at - "smun") : -1;
+}
+
 const char* sl_cast_join(const char* a, const char* b) {
   if (strcmp(a, b) == 0) return a;
+  // Timestamps of one zone, or durations, in two units (pandas 2 wrote ns,
+  // pandas 3 writes us): the finer unit holds both exactly, as pyarrow and
+  // DuckDB read them; a value past its range is an error when cast.
+  const int ua = time_unit(a), ub = time_unit(b);
+  if (ua >= 0 && ub >= 0 && a[1] == b[1] && strcmp(a + 3, b + 3) == 0) return ua >= ub ? a : b;
   if (a[0] == '\0' || a[1] != '\0' || b[0] == '\0' || b[1] != '\0') return NULL;
   const char x = a[0], y = b[0];
   if ((is_string(x) && is_string(y)) || (is_binary(x) && is_binary(y))) return a;
@@ -95,6 +110,30 @@ static int convert(char from, const void* data, int64_t n, char to, void* out) {
   return 0;
 }
 
+/// The first n = offset + length int64 values of `a` times 1000^steps into
+/// out; EOVERFLOW naming the first non-null value past int64 in unit `to`.
+static int scale_times(const struct ArrowArray* a, int steps, const char* to, int64_t* out,
+                       struct sluice_error* error) {
+  int64_t factor = 1;
+  for (int k = 0; k < steps; ++k) factor *= 1000;
+  const int64_t* in = a->buffers[1];
+  const uint8_t* valid = a->null_count != 0 ? a->buffers[0] : NULL;
+  for (int64_t i = 0; i < a->offset + a->length; ++i) {
+    if (!__builtin_mul_overflow(in[i], factor, &out[i])) continue;
+    if (i < a->offset || (valid != NULL && !((valid[i >> 3] >> (i & 7)) & 1))) {
+      out[i] = 0;  // (a null's or a sliced-off slot's bytes: any value)
+      continue;
+    }
+    char type[64];
+    sl_format_name(to, type, sizeof type);
+    return sl_error_set(error, EOVERFLOW, "row %lld: %lld is past the range of %s, the finest "
+                        "unit of the objects'%s: read them separately",
+                        (long long)(i - a->offset), (long long)in[i], type,
+                        to[2] == 'n' ? " (years 1677 to 2262)" : "");
+  }
+  return 0;
+}
+
 /// Bytes per value (offset) of a format sl_cast_join gives.
 static size_t entry_bytes(char f) {
   if (f == 'u' || f == 'z') return 4;
@@ -123,7 +162,7 @@ int sl_array_cast(const char* from, struct ArrowArray* in, const char* to,
   }
   const int text = is_string(from[0]) || is_binary(from[0]);
   const int64_t n = held->offset + held->length;  // entries from the buffers' start
-  const size_t bytes = (size_t)(n + text) * entry_bytes(to[0]);
+  const size_t bytes = (size_t)(n + text) * (time_unit(to) >= 0 ? 8 : entry_bytes(to[0]));
   void* values = sl_alloc_buffer(alloc, bytes);
   int rc = values == NULL ? sl_error_set(error, ENOMEM, "out of memory") : 0;
   if (rc == 0 && held->n_buffers < (text ? 3 : 2)) {
@@ -133,6 +172,8 @@ int sl_array_cast(const char* from, struct ArrowArray* in, const char* to,
   if (rc == 0) {
     if (held->buffers[1] == NULL) {
       memset(values, 0, bytes);  // (no entries: only a zero offset, if any)
+    } else if (time_unit(from) >= 0) {
+      rc = scale_times(held, time_unit(to) - time_unit(from), to, values, error);
     } else if (convert(from[0], held->buffers[1], n, to[0], values) != 0) {
       rc = sl_error_set(error, EOVERFLOW, "large strings past 2 GiB in one batch cannot be "
                         "read as 32-bit offset strings");

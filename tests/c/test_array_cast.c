@@ -51,7 +51,14 @@ static void test_join(void** state) {
   expect_join("l", "g", NULL);  // but not every int64
   expect_join("u", "z", NULL);
   expect_join("u", "l", NULL);
-  expect_join("tsu:", "tsn:", NULL);
+  expect_join("tsu:", "tsn:", "tsn:");  // the finer unit, of one zone
+  expect_join("tsn:UTC", "tss:UTC", "tsn:UTC");
+  expect_join("tsu:UTC", "tsn:", NULL);
+  expect_join("tsu:UTC", "tsu:Europe/Paris", NULL);
+  expect_join("tDm", "tDu", "tDu");
+  expect_join("tDm", "tsu:", NULL);
+  expect_join("tdD", "tdm", NULL);
+  expect_join("ttm", "ttu", NULL);
   expect_join("l", "l", "l");
 }
 
@@ -86,6 +93,44 @@ static void make_column(const char* format, int64_t n, int64_t offset,
   out->offset = offset;
   out->length = n - offset;
   out->null_count = -1;
+}
+
+/// Timestamps in seconds, sliced, with a null whose bytes are past what
+/// nanoseconds hold, cast to nanoseconds: the values times 10^9, the null
+/// kept; a valid value past the range is EOVERFLOW naming its row.
+static void test_time_units_scale(void** state) {
+  (void)state;
+  struct test_allocator t;
+  test_allocator_init(&t);
+  int64_t values[5] = {INT64_MAX, -3, 1700000000, INT64_MIN, 9300000000};
+  uint8_t valid = 0x16;  // rows 1, 2 and 4 of the buffers; 3 is a null; 0 is sliced off
+  for (int past = 0; past <= 1; ++past) {
+    values[4] = past ? 9300000000 : 9200000000;  // 2264 is past timestamp[ns]; 2261 is not
+    struct ArrowArray view;  // (sl_array_cast consumes its input: a view that frees nothing)
+    struct sluice_error err = {0};
+    assert_int_equal(sl_array_init(&view, &t.base, 2, 0, &err), 0);
+    view.length = 4;
+    view.offset = 1;
+    view.null_count = 1;
+    sl_array_set_buffer_view(&view, 0, &valid, NULL);
+    sl_array_set_buffer_view(&view, 1, values, NULL);
+    struct ArrowArray out;
+    int rc = sl_array_cast("tss:UTC", &view, "tsn:UTC", &t.base, &out, &err);
+    if (past) {
+      assert_int_equal(rc, EOVERFLOW);
+      assert_non_null(strstr(err.message, "row 3: 9300000000 is past the range of timestamp[ns, tz=UTC]"));
+      continue;
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(out.length, 4);
+    assert_int_equal(out.offset, 1);
+    const int64_t* got = out.buffers[1];
+    assert_true(got[1] == -3000000000 && got[2] == INT64_C(1700000000000000000));
+    assert_true(got[4] == INT64_C(9200000000000000000));
+    assert_false((((const uint8_t*)out.buffers[0])[0] >> 3) & 1);  // row 3: null
+    out.release(&out);
+  }
+  assert_int_equal(t.live_bytes, 0);
 }
 
 static int is_valid(const struct ArrowArray* a, int64_t i) {
@@ -467,6 +512,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_join),
       cmocka_unit_test(test_casts_keep_values),
+      cmocka_unit_test(test_time_units_scale),
       cmocka_unit_test(test_large_offsets_past_int32),
       cmocka_unit_test(test_allocation_failures),
       cmocka_unit_test(test_nested_cast_keeps_values),

@@ -578,6 +578,41 @@ def test_csv_late_value_reads_again(tmp_path):
     assert got.to_pylist() == want.to_pylist()
 
 
+@pytest.mark.parametrize("zone", [None, "Europe/Paris"])
+def test_timestamps_in_two_units_read_as_the_finer(tmp_path, zone):
+    """pandas 2 wrote timestamp[ns], pandas 3 writes timestamp[us]: files of
+    both read as one table in the finer unit (they were refused), as
+    pyarrow.dataset and DuckDB read them when the first file is the finer;
+    durations too, and inside a struct. A value past the finer unit's range
+    is an error naming the row."""
+    import pyarrow.dataset as pds
+
+    d = tmp_path / "d"
+    d.mkdir()
+    base = 1_700_000_000_000_000
+    for name, unit, scale in (("a", "ns", 1000), ("b", "us", 1), ("c", "ms", 0.001)):
+        ts = pa.array([int(base * scale) + 7 * (unit != "ms"), None], pa.timestamp(unit, zone))
+        dur = pa.array([int(5_000_000 * scale), -1], pa.duration(unit))
+        pq.write_table(pa.table({"ts": ts, "dur": dur, "st": pa.StructArray.from_arrays(
+            [ts], ["t"])}), d / f"{name}.parquet")
+    got = pa.table(sluice.read(d))
+    want = pds.dataset(d).to_table()
+    assert got.schema == want.schema
+    assert got.schema.field("ts").type == pa.timestamp("ns", zone)
+    assert got.to_pylist() == want.to_pylist()
+    flt = [("ts", ">", want.column("ts")[2].as_py())]
+    assert pa.table(sluice.read(d, filters=flt)).to_pylist() == \
+        pds.dataset(d).to_table(filter=pq.filters_to_expression(flt)).to_pylist()
+    past = tmp_path / "past"
+    past.mkdir()
+    pq.write_table(pa.table({"ts": pa.array([1, 32503680000], pa.timestamp("s", zone))}),
+                   past / "a.parquet")
+    pq.write_table(pa.table({"ts": pa.array([1], pa.timestamp("ns", zone))}), past / "b.parquet")
+    with pytest.raises(sluice.Error, match=r"a.parquet.*'ts'.*row 1: .* is past the range of "
+                       r"timestamp\[ns"):
+        sluice.read(past)
+
+
 def test_polars_nested_large_types_beside_pyarrows(tmp_path):
     """A polars-written object (large_list, large_string inside a struct)
     beside pyarrow's reads as pyarrow.dataset and DuckDB read the two, with
