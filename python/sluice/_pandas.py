@@ -864,6 +864,8 @@ def _stored_dtypes(pd, schema):
             tz = extra["timezone"]
         if dtype is not None or tz is not None:
             arrow_type = arrow.field(fields[i]).type if arrow is not None else None
+            if dtype is _ARROW_DTYPE_OF_COLUMN:
+                dtype = pd.ArrowDtype(arrow_type)
             stored[i] = _Stored(dtype, arrow, arrow_type, tz)
     return stored
 
@@ -898,6 +900,9 @@ def _extension_stored(pd, field):
     return _Stored(dtype, pyarrow, t, None)
 
 
+_ARROW_DTYPE_OF_COLUMN = object()  # (_stored_dtype: pd.ArrowDtype of the column's Arrow type)
+
+
 def _stored_dtype(pd, spelled, t, made):
     """(the extension dtype `spelled` names for a column of Arrow type `t`,
     pyarrow if only pyarrow can make it, else None), or (None, None)."""
@@ -909,6 +914,14 @@ def _stored_dtype(pd, spelled, t, made):
         except Exception:  # (ImportError: int64[pyarrow] without pyarrow)
             made[spelled] = None
     dtype = made[spelled]
+    if dtype is None and spelled.endswith("[pyarrow]") and hasattr(pd, "ArrowDtype"):
+        # pandas cannot parse the nested types it spells ("list<item:
+        # int64>[pyarrow]"): the ArrowDtype of the column's own type.
+        try:
+            import pyarrow
+            return _ARROW_DTYPE_OF_COLUMN, pyarrow
+        except ImportError:
+            return None, None
     if not isinstance(dtype, pd.api.extensions.ExtensionDtype) or \
             not hasattr(dtype, "__from_arrow__") or isinstance(dtype, pd.CategoricalDtype):
         return None, None

@@ -353,6 +353,26 @@ def test_read_pandas_with_columns_keeps_the_index_as_pd_read_parquet(tmp_path, i
     assert isinstance(got.index, pd.RangeIndex)
 
 
+def test_nested_pyarrow_dtypes_come_back(tmp_path):
+    """Columns of pd.ArrowDtype over nested types ("list<item: int64>[pyarrow]"
+    in the pandas metadata, which pandas cannot parse: pyarrow's own
+    to_pandas fails on it) come back as the ArrowDtype of the column's type,
+    not object."""
+    df = pd.DataFrame({
+        "l": pd.Series([[1, 2], [3], None], dtype=pd.ArrowDtype(pa.list_(pa.int64()))),
+        "s": pd.Series([{"a": 1}, None, {"a": 2}], dtype=pd.ArrowDtype(pa.struct([("a", pa.int64())]))),
+        "m": pd.Series([[("k", 1)], [], None], dtype=pd.ArrowDtype(pa.map_(pa.string(), pa.int64()))),
+        "i": pd.Series([1, None, 2], dtype="int64[pyarrow]")})
+    sluice.write(df, tmp_path / "s.parquet")
+    pq.write_table(pa.Table.from_pandas(df), tmp_path / "p.parquet")
+    with pytest.raises(TypeError):  # (pyarrow: "data type 'list<item: int64>[pyarrow]' not understood")
+        pq.read_table(tmp_path / "p.parquet").to_pandas()
+    for name in ("s.parquet", "p.parquet"):
+        got = sluice.read_pandas(tmp_path / name)
+        assert all(isinstance(t, pd.ArrowDtype) for t in got.dtypes), name
+        pd.testing.assert_frame_equal(got, df)
+
+
 def test_a_boolean_partition_key_reads_back_as_its_text(tmp_path):
     """A pandas `boolean` column written as a partition key comes back as
     the keys' text, as pyarrow.dataset reads the directories (the "pandas"
