@@ -17,6 +17,7 @@ import uuid
 
 from . import _is_data, _open, _with_index_columns, read_pandas
 from ._table import Schema, Table
+from ._errors import SourceError
 
 
 class _OpenDatasets:
@@ -92,11 +93,12 @@ class _ReadSplits:
     """The task of one partition: splits [first, first + count) as pandas.
     A plain class so that it pickles to worker processes."""
 
-    def __init__(self, src, options, planned_splits, meta_dtypes):
+    def __init__(self, src, options, planned_splits, meta_dtypes, columns):
         self.src = src
         self.options = options
         self.planned_splits = planned_splits
         self.meta_dtypes = meta_dtypes
+        self.columns = columns  # [(name, type)] the graph was built with
         self.token = uuid.uuid4().hex  # this graph's: its tasks share one open dataset
 
     def _open(self):
@@ -112,9 +114,23 @@ class _ReadSplits:
         # glob) is an error: its split numbers would name other rows.
         scan = {"first_split": first, "num_splits": count, "planned_splits": self.planned_splits}
         dataset = _OPEN_DATASETS.get(self.token, self._open)
+        # A source rewritten with other columns (reordered, dropped, of
+        # another type) would give frames that contradict the graph's meta.
+        now = _columns_of(Schema(dataset.schema()))
+        if now != self.columns:
+            raise SourceError(0, "%s: columns %s now, %s when the dask graph was built: the "
+                              "source changed" % (self.src, _shown(now), _shown(self.columns)))
         frame = read_pandas(self.src, _scan=scan, _refine=False, _dataset=dataset,
                             **self.options)
         return _numpy_where_meta_is(frame, self.meta_dtypes)
+
+
+def _columns_of(schema):
+    return [(f.name, str(f.type)) for f in schema.fields]
+
+
+def _shown(columns):
+    return "(%s)" % ", ".join("%s: %s" % c for c in columns)
 
 
 def _numpy_where_meta_is(frame, meta_dtypes):
@@ -243,5 +259,6 @@ def read(src, *, format=None, columns=None, splits_per_partition=None, npartitio
     import dask
     with dask.config.set({"dataframe.convert-string": False}):
         meta_dtypes = {name: dtype for name, dtype in meta.dtypes.items()}
-        return dd.from_map(_ReadSplits(src, options, n, meta_dtypes), ranges, meta=meta,
+        return dd.from_map(_ReadSplits(src, options, n, meta_dtypes, _columns_of(schema)),
+                           ranges, meta=meta,
                            enforce_metadata=False, label="sluice-read")

@@ -3,6 +3,7 @@ partitions are groups of splits read by sluice inside the workers; the result
 equals the same data read in-process."""
 import pyarrow as pa
 import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
 import pytest
 
 import sluice
@@ -182,6 +183,25 @@ def test_source_changed_after_the_graph_is_an_error(cluster, tmp_path, monkeypat
     cluster.run(sluice.dask._close_open_datasets)
     with pytest.raises(sluice.SourceError, match="splits now"):
         ddf.compute()
+
+
+@pytest.mark.parametrize("rewritten", [{"v": ["x", "y"], "k": [1, 2]},   # reordered
+                                       {"k": ["1", "2"], "v": [1, 2]},     # another type
+                                       {"k": [1, 2]}])                    # a column dropped
+def test_a_source_rewritten_with_other_columns_is_an_error(tmp_path, rewritten):
+    """The same number of splits but other columns since the graph was
+    built: an error naming both (the frames contradicted the meta: columns
+    swapped silently, or a raw ValueError from a type that changed)."""
+    import sluice.dask
+
+    path = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"k": [1, 2], "v": ["x", "y"]}), path)
+    ddf = sluice.dask.read(path)
+    pq.write_table(pa.table(rewritten), path)
+    sluice.dask._close_open_datasets()
+    with pytest.raises(sluice.SourceError, match=r"columns \(.*\) now, \(k: int64, v: string\) "
+                       r"when the dask graph was built"):
+        ddf.compute(scheduler="sync")
 
 
 def test_tasks_of_a_graph_open_the_source_once(tmp_path, monkeypatch):
