@@ -1071,11 +1071,20 @@ static int check_destination(struct partitioned_write* w, struct sluice_error* e
                         "with what is there (overwrite_or_ignore, delete_matching, append)",
                         w->shown);
   }
+  // The prefix is a name, not a glob: its glob characters are escaped, or
+  // `r[3]/` would list what the pattern matches (not the keys under it)
+  // and find no data there to refuse, replace or append to.
   char prefix[4096];
-  int len = snprintf(prefix, sizeof prefix, "%.*s/", (int)w->root_len, w->location);
-  if (len < 0 || (size_t)len >= sizeof prefix) {
+  size_t len = 0, i = 0;
+  for (; i < w->root_len && len + 3 < sizeof prefix; ++i) {
+    if (strchr("*?[]\\", w->location[i]) != NULL) prefix[len++] = '\\';
+    prefix[len++] = w->location[i];
+  }
+  if (i < w->root_len) {
     return sl_error_set(error, ENAMETOOLONG, "%s: location too long", w->shown);
   }
+  prefix[len++] = '/';
+  prefix[len] = '\0';
   struct sl_location_list* list = &w->existing_keys;
   int rc = sl_location_expand(prefix, &w->remote, w->alloc, list, error);
   if (rc == ENOENT) {

@@ -1848,6 +1848,35 @@ def test_partitioned_write_to_a_prefix(sluice, s3, tmp_path):
     assert not (s3["data"] / BUCKET / "never").exists()
 
 
+def test_partitioned_write_to_a_prefix_with_glob_characters(sluice, s3, tmp_path):
+    """An output prefix is a name: `r[3]*?/` is checked for objects under
+    it, not taken for a glob (which listed what the pattern matched: data
+    there was replaced without a word, append overwrote part-0, and an
+    empty `y[7]/` was refused for a sibling `y7/`)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": [1, 2, 3], "k": ["a", "b", "a"]}), src)
+
+    def write(dst, *more):
+        return run(sluice, creds(s3), "convert", src, dst, "-t", "parquet",
+                   "--partition-by", "k", "-q", *more)
+
+    prefix = f"s3://{BUCKET}/globby/r[3]*?"
+    assert write(prefix).returncode == 0
+    again = write(prefix)
+    assert again.returncode != 0 and "objects exist under this prefix" in again.stderr.decode()
+    assert write(prefix, "--existing-data", "append").returncode == 0
+    stored = s3["data"] / BUCKET / "globby" / "r[3]*?"
+    assert _files(stored) == ["k=a/part-0.parquet", "k=a/part-1.parquet",
+                              "k=b/part-0.parquet", "k=b/part-1.parquet"]
+    assert write(f"s3://{BUCKET}/globby/y7").returncode == 0
+    proc = write(f"s3://{BUCKET}/globby/y[7]")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert _files(s3["data"] / BUCKET / "globby" / "y[7]") == ["k=a/part-0.parquet",
+                                                               "k=b/part-0.parquet"]
+
+
 def test_partitioned_write_over_existing_objects(sluice, s3, tmp_path):
     """--existing-data on an S3 prefix does what it does to a local
     directory: overwrite_or_ignore replaces objects of the same names, append
