@@ -702,7 +702,9 @@ int sluice_dataset_open(const char* location, const struct sluice_open_options* 
     struct sluice_error first = *error;
     const char* as_prefix = dir;
     int again = open_dataset(&as_prefix, 1, NULL, options, out, error);
-    if (again == 0) return 0;
+    // Objects found under it, which then failed (a column not there, a
+    // filter, types that differ): that error, not the GET's 404.
+    if (again != ENOENT && again != EACCES && again != EPERM) return again;
     *error = first;  // no objects under it either (or no listing): the GET's error
   }
   return rc;

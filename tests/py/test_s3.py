@@ -2219,6 +2219,11 @@ def test_a_prefix_named_without_its_slash_reads_as_that_prefix(sluice, scripted,
     assert read_location(sluice, env, f"s3://{BUCKET}/one", tmp_path / "o.arrows")[
         "v"].to_pylist() == [7]
     assert not scripted.list_requests()  # an object: no listing
+    # Objects found under it that then fail: that error, not the GET's 404.
+    scripted.pages = [(200, list_page(keys))]
+    proc = run(sluice, env, "cat", "-c", "nosuch", f"s3://{BUCKET}/logs")
+    check_clean_failure(proc)
+    assert "no column 'nosuch'" in proc.stderr.decode() and "404" not in proc.stderr.decode()
     scripted.pages = [(200, list_page([]))]
     proc = run(sluice, env, "schema", f"s3://{BUCKET}/nothing")
     check_clean_failure(proc)
