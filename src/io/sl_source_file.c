@@ -458,8 +458,10 @@ int sl_source_spool(struct sl_source* forward, struct sl_source** out,
   }
   int fd = mkstemp(path);
   if (fd < 0) {
-    return sl_errno_error(error, EIO, forward->name, "cannot create a temporary file to spool into",
-                       errno);
+    char what[4200];  // (names the directory: TMPDIR sets it, as for staging)
+    snprintf(what, sizeof what, "cannot create a temporary file to spool into in %s "
+             "(TMPDIR sets the directory)", dir);
+    return sl_errno_error(error, EIO, forward->name, what, errno);
   }
   // Nobody else needs the name; the data lives until the mapping goes.
   unlink(path);

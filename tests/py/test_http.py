@@ -488,6 +488,15 @@ def test_server_without_range_support_is_streamed(sluice, fault_server, tmp_path
         assert remote.equals(local), name
 
 
+def test_a_spool_that_cannot_be_made_names_its_directory(sluice, fault_server, tmp_path):
+    missing = tmp_path / "no such dir"
+    proc = subprocess.run([sluice.binary, "cat", f"{fault_server['url']}/norange/t.arrow"],
+                          capture_output=True, env={**os.environ, "TMPDIR": str(missing)})
+    assert proc.returncode == 1
+    assert f"cannot create a temporary file to spool into in {missing} (TMPDIR sets the " \
+        "directory)" in proc.stderr.decode()
+
+
 @pytest.mark.parametrize("mode", ["norange405", "norangelie", "nototal405"])
 def test_server_without_range_support_needs_no_head(sluice, fault_server, tmp_path, mode):
     """A server that ignores Range answers the opening GET with a 200: its
