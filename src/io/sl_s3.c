@@ -34,11 +34,14 @@ static const char* env(const char* name) {
 /// file names a profile as it is; the config file "profile NAME" (split at
 /// blanks, quotes around NAME dropped, as botocore's shlex.split does) and
 /// also "default" for the default profile, as botocore's build_profile_map.
+/// With `config` 2, whether it is the config file's "services NAME" section
+/// of that name (endpoints per service, which a profile's `services` names).
 static int section_is(const char* name, const char* profile, int config) {
   if (!config) return strcmp(name, profile) == 0;
-  if (strcmp(name, "default") == 0 && strcmp(profile, "default") == 0) return 1;
-  if (strncmp(name, "profile", 7) != 0) return 0;
-  const char* p = name + 7;
+  if (config == 1 && strcmp(name, "default") == 0 && strcmp(profile, "default") == 0) return 1;
+  const char* word = config == 2 ? "services" : "profile";
+  if (strncmp(name, word, strlen(word)) != 0) return 0;
+  const char* p = name + strlen(word);
   while (*p != '\0' && !isspace((unsigned char)*p)) ++p;  // "profileX y" is y's too
   while (isspace((unsigned char)*p)) ++p;
   size_t n = strlen(p);
@@ -277,7 +280,15 @@ static int resolve_settings(struct s3_settings* s, const struct sluice_s3_option
       (v = env("AWS_ENDPOINT_URL_S3")) != NULL || (v = env("AWS_ENDPOINT_URL")) != NULL) {
     copy_field(s->endpoint, sizeof s->endpoint, v, strlen(v));
   } else {
-    profile_lookup(&profile, NULL, "endpoint_url", 0, s->endpoint, sizeof s->endpoint);
+    // As the AWS SDKs look it up: the s3 block of the "services" section the
+    // profile names, then the profile's own endpoint_url.
+    char services[256];
+    if (!(profile_lookup(&profile, NULL, "services", 0, services, sizeof services) &&
+          profile.config[0] != '\0' &&
+          ini_lookup(profile.config, services, 2, "s3", "endpoint_url", s->endpoint,
+                     sizeof s->endpoint))) {
+      profile_lookup(&profile, NULL, "endpoint_url", 0, s->endpoint, sizeof s->endpoint);
+    }
   }
   size_t n = strlen(s->endpoint);
   while (n > 0 && s->endpoint[n - 1] == '/') s->endpoint[--n] = '\0';

@@ -164,6 +164,35 @@ def test_profile_from_shared_files(sluice, s3, tmp_path):
     check_clean_failure(proc)
 
 
+def test_profile_services_section_endpoint(sluice, s3, tmp_path):
+    """A profile's `services = NAME` points at a [services NAME] section
+    whose s3 block's endpoint_url wins over the profile's own, as boto3
+    reads them (it went to the profile's endpoint, or to AWS)."""
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    (home / ".aws" / "credentials").write_text(
+        f"[svc]\naws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n")
+    (home / ".aws" / "config").write_text(
+        "[profile svc]\nregion = us-east-1\nendpoint_url = http://127.0.0.1:9\n"
+        "services = local-s3\n\n"
+        f"[services local-s3]\ns3 =\n  endpoint_url = {s3['endpoint']}\n")
+    env = dict(s3["base_env"], HOME=str(home), AWS_PROFILE="svc")
+    boto3 = pytest.importorskip("boto3")
+    saved = {k: os.environ.get(k) for k in ("HOME", "AWS_PROFILE", "AWS_ENDPOINT_URL")}
+    os.environ.update(HOME=str(home), AWS_PROFILE="svc")
+    os.environ.pop("AWS_ENDPOINT_URL", None)
+    try:
+        assert boto3.session.Session().client("s3").meta.endpoint_url == s3["endpoint"]
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    local = local_table(sluice, s3["local"] / "t.csv", tmp_path / "l.arrows", [])
+    assert read_s3(sluice, env, "t.csv", tmp_path / "r.arrows", []).equals(local)
+
+
 def test_cli_settings_override_the_environment(sluice, s3, tmp_path):
     """--profile and --endpoint-url win over AWS_* variables that would fail
     (no keys, a dead endpoint): the read succeeds only if both overrides are
