@@ -2243,7 +2243,19 @@ int sl_http_source_open_config(const struct sl_http_config* config,
     if (s->open_state != OPEN_SETTLED) s->stream_end = s->base.size;
   }
   enum sl_compression coding = own_decoding(s->coding);
-  if (coding != SL_COMPRESS_NONE) return sl_source_inflate_adopt(&s->base, coding, out, error);
+  if (coding != SL_COMPRESS_NONE) {
+    // Content-Encoding metadata that the bytes contradict (an object stored
+    // plain with Content-Encoding: gzip set on it): read as they are, as
+    // pyarrow and boto3 read them (it was "corrupt gzip data").
+    enum sl_compression found = SL_COMPRESS_NONE;
+    const char* unread = NULL;
+    rc = sl_source_compression(&s->base, &found, &unread, error);
+    if (rc != 0) {
+      s->base.ops->close(&s->base);
+      return rc;
+    }
+    if (found == coding) return sl_source_inflate_adopt(&s->base, coding, out, error);
+  }
   *out = &s->base;
   return 0;
 }

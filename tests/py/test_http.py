@@ -262,7 +262,8 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
     request asked, as S3 serves such objects: gzipped (the file, gzipped
     whole; ranges are of those bytes), cestored (the file as it is, a .gz
     one labelled so), gzipafter (the first answer plain, later ones as
-    gzipped), gzmembers (the file as three gzip members back to back, as
+    gzipped), ceplain (the file as it is, plain, labelled gzip all the same:
+    metadata set wrong), gzmembers (the file as three gzip members back to back, as
     `cat a.gz b.gz c.gz` writes them), cecut (gzmembers, and the first GET
     without a Range breaks off halfway), zstframes (three zstd frames,
     Content-Encoding: zstd). A URL's query is not part of the file's name.
@@ -309,7 +310,8 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
             srv.accept_encodings.append(self.headers.get("Accept-Encoding"))
             served = srv.tries[("served", mode, name)] = \
                 srv.tries.get(("served", mode, name), 0) + 1
-            coded = mode in ("gzipped", "cestored", "gzmembers", "cecut", "zstframes") or \
+            coded = mode in ("gzipped", "cestored", "gzmembers", "cecut", "zstframes",
+                             "ceplain") or \
                 (mode == "gzipafter" and served > 1)
         norange = mode in ("norange", "norangecutlm", "norange405", "norangelie")
         no_etag = mode in ("norange", "lmchanged", "grown", "norangecutlm", "norange405",
@@ -544,6 +546,12 @@ def test_objects_stored_with_a_content_encoding(sluice, fault_server, tmp_path):
         assert asked == ["gzip"], (name, srv.accept_encodings)
     local = local_table(sluice, www / "t.csv", tmp_path / "l.arrows", [])
     assert read_table(sluice, f"{url}/cestored/t.csv.gz", tmp_path / "r.arrows", []).equals(local)
+    # Plain bytes labelled gzip (metadata set wrong) read as they are, as
+    # pyarrow reads them (it was "corrupt gzip data").
+    for name in ("t.parquet", "t.csv"):
+        local = local_table(sluice, www / name, tmp_path / "l.arrows", [])
+        assert read_table(sluice, f"{url}/ceplain/{name}", tmp_path / "r.arrows", []).equals(
+            local), name
     proc = subprocess.run([sluice.binary, "convert", f"{url}/gzipafter/t.parquet",
                            str(tmp_path / "o.arrows"), "-t", "arrows", "-q"],
                           capture_output=True, timeout=120)
