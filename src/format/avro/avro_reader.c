@@ -508,14 +508,16 @@ static void chain_publish(struct avro_reader* r, int64_t k, int64_t at, int64_t 
   atomic_store(&r->chain_at[k], at);
 }
 
-/// A mapped file: the first block at or after `begin` (a split's first
+/// A mapped file's split (or a remote one whose first marker is not
+/// believed): the first block at or after `begin` (a split's first
 /// byte) and its number, walked from the nearest planned split before it
 /// whose first block is known (the file's first block at worst), so that
 /// each split mostly walks the headers of the one before it. Walking is
 /// exact where a search for the marker is not: the marker's 16 bytes inside
 /// data (an Avro file written with the same marker, stored in a bytes
 /// field) may be followed by megabytes of what are blocks in every way.
-/// Headers and markers alone are read, from memory already mapped.
+/// Headers and markers alone are read (from memory already mapped; remote,
+/// a request a block, each block walked once whatever the splits).
 static int chain_start(struct avro_reader* r, int64_t begin, int64_t* at, int64_t* number,
                        struct sluice_error* error) {
   int64_t k = chain_index(r, begin);
@@ -685,7 +687,7 @@ static int reader_plan(void* reader, struct sl_split** splits, int64_t* n,
   int64_t count = (total + target - 1) / target;
   struct sl_split* s = sl_calloc(r->alloc, (size_t)count, sizeof *s);
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
-  if (r->source->mapped) {
+  {  // (a remote split walks from the nearest split start known too, when it must walk)
     sl_free(r->alloc, r->chain_at, (size_t)r->n_chain * sizeof *r->chain_at);
     sl_free(r->alloc, r->chain_no, (size_t)r->n_chain * sizeof *r->chain_no);
     r->n_chain = 0;
@@ -936,7 +938,7 @@ static int fetch_range(struct avro_split* s, struct sluice_error* error) {
 /// before its end and is followed by a block (none: no blocks). When that
 /// marker is not believed (marker_believed), it may be a copy inside a
 /// block's data: the first block is then found by walking the blocks from
-/// the file's first, as a pipe reads them.
+/// the nearest split start known before it (chain_start), as a pipe reads them.
 static int find_first_block(struct avro_split* s, struct sluice_error* error) {
   struct avro_reader* r = s->r;
   int64_t at;
@@ -952,8 +954,11 @@ static int find_first_block(struct avro_split* s, struct sluice_error* error) {
                                     s->end - AVRO_SYNC_LEN, &at, error));
   s->pos = at < 0 ? INT64_MAX : at + AVRO_SYNC_LEN;
   if (at < 0 || marker_believed(r, &s->range, s->range_off, at)) return 0;
+  // Walked from the nearest split whose first block is known (a request a
+  // block: from the file's first block, every such split walked the whole
+  // file before it, requests growing with the square of its size).
   int64_t number;
-  SL_RETURN_NOT_OK(walk_to_block(r, s->begin, &s->pos, &number, error));
+  SL_RETURN_NOT_OK(chain_start(r, s->begin, &s->pos, &number, error));
   if (s->pos >= s->end) {
     s->pos = INT64_MAX;
   } else {
@@ -978,7 +983,10 @@ static int check_next_split_start(struct avro_split* s, struct sluice_error* err
   struct avro_reader* r = s->r;
   // A mapped file's splits start where the walk leads (chain_start): this
   // split's end is the next one's start, which it need not walk to again.
-  if (s->chain >= 0 && s->pos != INT64_MAX) chain_publish(r, s->chain + 1, s->pos, s->blocks_seen);
+  // (A remote split found by its marker knows no block numbers: it does not publish.)
+  if (s->chain >= 0 && s->pos != INT64_MAX && s->numbered) {
+    chain_publish(r, s->chain + 1, s->pos, s->blocks_seen);
+  }
   if (s->pos == INT64_MAX || s->pos >= r->source->size) return 0;
   char label[48];
   if (s->numbered) snprintf(label, sizeof label, "block %" PRId64, s->blocks_seen);
