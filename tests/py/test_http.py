@@ -661,8 +661,8 @@ def test_avro_splits_that_walk_share_their_walks(sluice, fault_server, tmp_path)
     outer file's sync marker: remote splits that do not believe the marker
     they find walk the blocks from the nearest split whose first block is
     known, a request a block, instead of each from the file's first block
-    (splits of 64 KiB: the requests grew with the square of the file's
-    size, 53,771 for 28 MB). The values equal fastavro's."""
+    (the requests grew with the square of the file's size: 53,771 for
+    28 MB in 100 KiB splits; 3,067 for this file). The values equal fastavro's."""
     fastavro = pytest.importorskip("fastavro")
     import io
     import random
