@@ -989,7 +989,8 @@ def _arrow_finish(stored, chunks):
 
 
 _LABEL_TYPES = {"int64": int, "int32": int, "int16": int, "int8": int, "uint64": int,
-                "uint32": int, "uint16": int, "uint8": int, "float64": float, "float32": float}
+                "uint32": int, "uint16": int, "uint8": int, "float64": float, "float32": float,
+                "bool": lambda v: v == "True"}
 
 
 def _label_level(pd, level, values):
@@ -998,8 +999,10 @@ def _label_level(pd, level, values):
     numbers, timestamps (zoned or not, in their unit) as a DatetimeIndex, as
     pyarrow's to_pandas restores them; other labels as they are."""
     kind = _LABEL_TYPES.get(level.get("pandas_type"))
-    if kind is not None:
-        return pd.Index([kind(v) for v in values], name=level.get("name"))
+    if kind is not None:  # (in the dtype recorded: int8 labels stay int8, as pyarrow keeps them)
+        dtype = level.get("numpy_type")
+        return pd.Index([kind(v) for v in values], name=level.get("name"),
+                        dtype=dtype if dtype == level.get("pandas_type") else None)
     pandas_type, numpy_type = level.get("pandas_type"), level.get("numpy_type")
     if isinstance(pandas_type, str) and pandas_type.startswith("datetime64["):
         return pd.Index(values, name=level.get("name")).astype(pandas_type)

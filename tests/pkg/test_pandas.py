@@ -453,6 +453,22 @@ def test_column_labels_as_pandas_wrote_them(tmp_path):
         pd.testing.assert_frame_equal(sluice.read(path).to_pandas(), want)
 
 
+def test_bool_and_narrow_number_labels_keep_their_type(tmp_path):
+    """Labels True/False come back as bools (they were the strings 'True',
+    'False', so df[True] failed; pyarrow's to_pandas makes both True), and
+    int8 / float32 labels keep their dtype, as pd.read_parquet keeps it."""
+    for columns in ([True, False], np.array([1, 2], dtype=np.int8),
+                    np.array([1.5, 2.5], dtype=np.float32)):
+        df = pd.DataFrame([[1, 2]], columns=columns)
+        df.to_parquet(tmp_path / "l.parquet")
+        sluice.write(df, tmp_path / "s.parquet")
+        for name in ("l.parquet", "s.parquet"):
+            got = sluice.read_pandas(tmp_path / name)
+            pd.testing.assert_index_equal(got.columns, df.columns, exact=True)
+            if columns.dtype.kind != "b" if hasattr(columns, "dtype") else False:
+                pd.testing.assert_index_equal(got.columns, pd.read_parquet(tmp_path / name).columns)
+
+
 NULLABLE_FLOATS = {pa.float64(): pd.Float64Dtype(), pa.float32(): pd.Float32Dtype()}
 
 
