@@ -373,9 +373,9 @@ class Column:
     def to_numpy(self):
         """The column as a numpy array (a view over the Arrow buffer when the
         column is one chunk of a fixed-width type without nulls). Nulls are
-        as pyarrow's to_numpy gives them: integers and floats with nulls
-        become float64 with NaN, booleans with nulls and strings an object
-        array with None. Timestamps with a zone are datetime64 of their
+        as pyarrow's to_numpy gives them: integers with nulls become float64
+        with NaN, floats keep their width with NaN, booleans with nulls and
+        strings (dictionary-encoded too) an object array with None. Timestamps with a zone are datetime64 of their
         unit holding the UTC instants, dates datetime64[D] (date32) or
         datetime64[ms] (date64), nulls NaT, as pyarrow gives them."""
         import numpy as np
@@ -398,14 +398,20 @@ class Column:
                             dtype=object)
         series = self.to_pandas()
         dtype = series.dtype
+        if kind == "halffloat":  # (with nulls pandas holds it as float32)
+            return series.to_numpy(dtype=np.float16)
         if isinstance(dtype, np.dtype):
             return series.to_numpy()
         if kind == "timestamp":  # with a zone: the UTC instants, as pyarrow
             return series.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy()
         kind = getattr(dtype, "kind", "O")
-        if kind in "iuf":  # Int64, Float64 ...: a column with nulls
+        if kind == "f":  # Float32, Float64: a column with nulls keeps its width
+            return series.to_numpy(dtype=dtype.numpy_dtype, na_value=np.nan)
+        if kind in "iu":  # Int64 ...: a column with nulls
             return series.to_numpy(dtype=np.float64, na_value=np.nan)
-        if kind == "b" or self.type.kind in ("string", "large_string", "string_view"):
+        text = ("string", "large_string", "string_view")
+        if kind == "b" or self.type.kind in text or (
+                self.type.dictionary is not None and self.type.dictionary.kind in text):
             return series.to_numpy(dtype=object, na_value=None)
         return series.to_numpy()
 

@@ -104,6 +104,8 @@ def test_batch_has_tables_accessors(small):
 def test_column_to_numpy_nulls_as_pyarrow(tmp_path):
     p = pa.table({"flag": [True, None], "s": ["x", None], "i": [1, None],
                   "u": pa.array([2, None], pa.uint64()), "f": [0.5, None],
+                  "f32": pa.array([0.5, None], pa.float32()),
+                  "f16": pa.array([0.5, None], pa.float16()),
                   "plain": [1, 2], "ps": ["x", "y"]})
     t = sluice.Table.from_arrow(p)
     for name in p.column_names:
@@ -111,6 +113,9 @@ def test_column_to_numpy_nulls_as_pyarrow(tmp_path):
         assert mine.dtype == theirs.dtype, name
         assert [None if isinstance(v, float) and math.isnan(v) else v for v in mine.tolist()] == \
             [None if isinstance(v, float) and math.isnan(v) else v for v in theirs.tolist()], name
+    # A dictionary of strings: None as for strings (pyarrow gives ['x', 'x'], its index 0).
+    d = sluice.Table.from_arrow(pa.table({"d": pa.array(["x", None]).dictionary_encode()}))
+    assert d.column("d").to_numpy().tolist() == ["x", None]
 
 
 def test_what_is_not_a_column_is_a_type_error(small):
