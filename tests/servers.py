@@ -123,6 +123,13 @@ class ConnectionCounter:
         self.received = 0  # bytes the server sent (headers too)
         self._requests: list[dict] = []  # {"method", "target", "headers" (lower-case names)}
         self.unparsed: list[str] = []  # why a connection's requests could not be followed
+        # A predicate on a request (as in `requests`): the answer to the first
+        # request it selects is never passed on, its connection closed instead
+        # (the server did the work; the client lost the answer).
+        self.lose_answer = None
+        self.after_loss = None  # called (no arguments) once an answer was lost
+        self.answers_lost = 0
+        self._doomed: set = set()  # server sockets whose next answer is lost
         self.lock = threading.Lock()  # connections' threads count at once
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -157,7 +164,7 @@ class ConnectionCounter:
             for a, b, up in ((client, server, True), (server, client, False)):
                 threading.Thread(target=self._pipe, args=(a, b, up), daemon=True).start()
 
-    def _parse_requests(self, pending: bytearray, body_left: int) -> int:
+    def _parse_requests(self, pending: bytearray, body_left: int, server=None) -> int:
         """Takes the complete request heads off the front of `pending`,
         skipping bodies by Content-Length; returns the body bytes still to
         skip."""
@@ -181,9 +188,13 @@ class ConnectionCounter:
             for line in lines[1:]:
                 name, _, value = line.partition(":")
                 headers[name.strip().lower()] = value.strip()
+            request = {"method": method, "target": target, "headers": headers}
             with self.lock:
-                self._requests.append({"method": method, "target": target, "headers": headers})
+                self._requests.append(request)
                 self._gets += method == "GET"
+                if self.lose_answer is not None and self.lose_answer(request):
+                    self.lose_answer = None
+                    self._doomed.add(server)
             if "transfer-encoding" in headers:
                 raise ValueError("a chunked body")
             body_left = int(headers.get("content-length", "0"))
@@ -195,14 +206,20 @@ class ConnectionCounter:
                 if parsing:
                     pending += data
                     try:
-                        body_left = self._parse_requests(pending, body_left)
+                        body_left = self._parse_requests(pending, body_left, dst)
                     except ValueError as e:  # forward only, and say so
                         parsing = False
                         with self.lock:
                             self.unparsed.append(str(e))
                 if not up:
                     with self.lock:
-                        self.received += len(data)
+                        lost = src in self._doomed
+                        self.answers_lost += lost
+                        self.received += 0 if lost else len(data)
+                    if lost:
+                        if self.after_loss is not None:
+                            self.after_loss()
+                        break
                     if self.bytes_per_s:
                         time.sleep(len(data) / self.bytes_per_s)
                 dst.sendall(data)

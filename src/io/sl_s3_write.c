@@ -35,6 +35,7 @@ struct s3_response {
   char etag[128];
   char body[8192];  ///< the start of the response body (XML)
   size_t body_len;
+  int64_t length;  ///< Content-Length, -1 when absent
 };
 
 static size_t on_body(char* data, size_t size, size_t nmemb, void* user) {
@@ -60,6 +61,16 @@ static size_t on_header(char* line, size_t size, size_t nitems, void* user) {
       memcpy(r->etag, v, k);
       r->etag[k] = '\0';
     }
+  } else if (n > 15 && strncasecmp(line, "content-length:", 15) == 0) {
+    char text[32];
+    size_t k = n - 15 < sizeof text - 1 ? n - 15 : sizeof text - 1;
+    memcpy(text, line + 15, k);
+    text[k] = '\0';
+    char* end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n') ++end;
+    r->length = errno == 0 && v >= 0 && *end == '\0' && end != text ? (int64_t)v : -1;
   }
   return n;
 }
@@ -77,7 +88,9 @@ static void answer_text(const struct s3_response* resp, char* out, size_t cap) {
 }
 
 /// One signed request with a body (NULL/0 for none), retried on 5xx, 429 and
-/// transient transport errors. The answer's status is in resp->status.
+/// transient transport errors (so is one whose answer was lost: libcurl
+/// itself sends a request again when a reused connection closes without an
+/// answer). The answer's status is in resp->status.
 /// Errors name the object and the S3 operation `op` ("UploadPart 3").
 static int s3_request(struct s3_signer* g, const struct sl_remote_options* remote, CURL* h,
                       const char* object_url, const char* method, const char* op,
@@ -110,8 +123,10 @@ static int s3_request(struct s3_signer* g, const struct sl_remote_options* remot
       return rc;
     }
     memset(resp, 0, sizeof *resp);
+    resp->length = -1;
     sl_s3_curl_reset(&g->curl, h, url, remote, errbuf);
     g->curl.easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    if (strcmp(method, "HEAD") == 0) g->curl.easy_setopt(h, CURLOPT_NOBODY, 1L);
     g->curl.easy_setopt(h, CURLOPT_HTTPHEADER, headers);
     g->curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     g->curl.easy_setopt(h, CURLOPT_WRITEDATA, resp);
@@ -232,6 +247,58 @@ static void* upload_worker(void* arg) {
   return NULL;
 }
 
+/// 0-15 for a hex digit, else -1.
+static int hex_digit(char c) {
+  return c >= '0' && c <= '9' ? c - '0'
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                : -1;
+}
+
+/// The ETag S3 gives the object that u's parts make, "\"<MD5 of the parts'
+/// MD5s>-<parts>\"", into out; 0 when it cannot be known (a part's ETag is
+/// no MD5, as with SSE-KMS, or no memory).
+static int multipart_etag(const struct upload* u, char out[64]) {
+  size_t size = (size_t)u->n_parts * 16;
+  unsigned char* md5s = sl_alloc(u->g->alloc, size);
+  if (md5s == NULL) return 0;
+  int ok = 1;
+  for (int64_t k = 0; k < u->n_parts && ok; ++k) {
+    const char* e = u->etags[k];
+    ok = strlen(e) == 34 && e[0] == '"' && e[33] == '"';
+    for (int i = 0; i < 16 && ok; ++i) {
+      int hi = hex_digit(e[1 + 2 * i]), lo = hex_digit(e[2 + 2 * i]);
+      ok = hi >= 0 && lo >= 0;
+      md5s[k * 16 + i] = (unsigned char)(hi << 4 | lo);
+    }
+  }
+  unsigned char md[16];
+  if (ok && sl_md5(md5s, size, md) == 0) {
+    int w = snprintf(out, 64, "\"");
+    for (int i = 0; i < 16; ++i) w += snprintf(out + w, 64 - (size_t)w, "%02x", md[i]);
+    snprintf(out + w, 64 - (size_t)w, "-%" PRId64 "\"", u->n_parts);
+  } else {
+    ok = 0;
+  }
+  sl_free(u->g->alloc, md5s, size);
+  return ok;
+}
+
+/// Whether the object at u's key is the one u's parts made (by HEAD: its
+/// multipart ETag and size), for a CompleteMultipartUpload refused as if the
+/// upload were gone: an attempt whose answer was lost may have completed it.
+static int completed_already(struct upload* u, CURL* h, struct s3_response* resp) {
+  char want[64];
+  if (!multipart_etag(u, want)) return 0;
+  struct sluice_error ignored;
+  memset(&ignored, 0, sizeof ignored);
+  if (s3_request(u->g, u->remote, h, u->url, "HEAD", "HeadObject", "", NULL, 0, resp,
+                 u->location, &ignored) != 0) {
+    return 0;
+  }
+  return resp->length == u->size && strcasecmp(resp->etag, want) == 0;
+}
+
 static int multipart(struct upload* u, CURL* h, struct s3_response* resp,
                      struct sluice_error* error) {
   const struct sluice_allocator* alloc = u->g->alloc;
@@ -286,6 +353,25 @@ static int multipart(struct upload* u, CURL* h, struct s3_response* resp,
       len += (size_t)snprintf(xml + len, cap - len, "</CompleteMultipartUpload>");
       rc = s3_request(u->g, u->remote, h, u->url, "POST", "CompleteMultipartUpload",
                       u->upload_id_query, (const uint8_t*)xml, len, resp, u->location, error);
+      if (rc != 0 && (resp->status == 403 || resp->status == 404)) {
+        // Refused as if the upload were gone (NoSuchUpload; s3s-fs says
+        // AccessDenied): an attempt whose answer was lost may have completed
+        // it (libcurl resends unseen on a connection closed before the
+        // answer). Done if the key holds this upload's object.
+        long status = resp->status;
+        char text[1200];
+        answer_text(resp, text, sizeof text);
+        if (completed_already(u, h, resp)) {
+          rc = 0;
+          if (error != NULL) memset(error, 0, sizeof *error);
+        } else {  // (no credentials hint: they did for the parts)
+          rc = sl_error_set(error, rc, "%s: CompleteMultipartUpload: HTTP %ld%s%s (the upload "
+                            "is gone, and the object at the key is not this upload's: if an "
+                            "attempt whose answer was lost completed it, another write "
+                            "replaced it since)", u->location, status,
+                            text[0] != '\0' ? ": " : "", text);
+        }
+      }
       // S3 may answer 200 and still report an error in the body.
       if (rc == 0 && strstr(resp->body, "<Error>") != NULL) {
         char text[1200];

@@ -53,6 +53,11 @@ int sl_sigv4_sha256_hex(const void* data, size_t n, char out[65]) {
   return 0;
 }
 
+int sl_md5(const void* data, size_t n, unsigned char out[16]) {
+  unsigned int len = 0;
+  return EVP_Digest(data, n, out, &len, EVP_md5(), NULL) == 1 && len == 16 ? 0 : EIO;
+}
+
 static int hmac(const unsigned char* key, size_t key_len, const char* data, size_t n,
                 unsigned char out[32]) {
   unsigned int len = 0;

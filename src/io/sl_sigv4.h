@@ -37,6 +37,9 @@ int sl_sigv4_authorization(const struct sl_sigv4_request* request, char* out, si
 /// Hex SHA-256 of `n` bytes into `hex` (65 bytes with the NUL). 0 or EIO.
 int sl_sigv4_sha256_hex(const void* data, size_t n, char hex[65]);
 
+/// MD5 of `n` bytes into `out` (S3's ETags are MD5s). 0 or EIO.
+int sl_md5(const void* data, size_t n, unsigned char out[16]);
+
 /// URI-encodes `in` the SigV4 way (unreserved A-Z a-z 0-9 - . _ ~ kept,
 /// everything else %XX; '/' kept unless `encode_slash`). Returns the length
 /// written, or (size_t)-1 when `cap` is too small.

@@ -1809,6 +1809,49 @@ def test_failed_multipart_upload_aborts_that_upload_only(sluice, scripted, tmp_p
     assert writes[-1]["method"] == "DELETE"
 
 
+def _is_complete(request):
+    return request["method"] == "POST" and "uploadId=" in request["target"]
+
+
+def test_lost_complete_answer_is_checked_against_the_object(sluice, s3, tmp_path):
+    """The answer to CompleteMultipartUpload lost after the server completed
+    the upload: the Complete sent again (libcurl resends it itself when the
+    connection closes unanswered) is refused, the upload being gone (S3's
+    NoSuchUpload, s3s-fs's AccessDenied). The object at the key, this
+    upload's by its multipart ETag (MD5 of the parts' MD5s, "-N") and size,
+    makes the write a success; it failed blaming the credentials. When the
+    key holds another object by then, the write fails, without that hint."""
+    from test_http import write_lenprefix
+    src = tmp_path / "big.lenprefix"
+    write_lenprefix(src, 700_000, 11)  # ~17 MB of Arrow output: 4 parts of 5 MiB
+    local_out = tmp_path / "big.arrows"
+    subprocess.run([sluice.binary, "convert", str(src), str(local_out), "-q", "-O",
+                    "length_prefix=u8"], check=True)
+    stored = s3["data"] / BUCKET / "out" / "lost.arrows"
+    for replaced in (False, True):
+        fwd = ConnectionCounter(int(s3["endpoint"].rsplit(":", 1)[1]))
+        fwd.lose_answer = _is_complete
+        if replaced:  # another writer's object, put there after this upload's
+            fwd.after_loss = lambda: stored.write_bytes(b"another writer's object\n")
+        try:
+            env = creds(s3, AWS_ENDPOINT_URL=f"http://127.0.0.1:{fwd.port}")
+            proc = run(sluice, env, "convert", src, f"s3://{BUCKET}/out/lost.arrows", "-q", "-O",
+                       "length_prefix=u8", "--part-size", "5M")
+            assert fwd.answers_lost == 1
+            assert len([r for r in fwd.requests if _is_complete(r)]) == 2  # retried once
+        finally:
+            fwd.close()
+        err = proc.stderr.decode()
+        if not replaced:
+            assert proc.returncode == 0, err
+            assert stored.read_bytes() == local_out.read_bytes()
+        else:
+            check_clean_failure(proc)
+            assert "CompleteMultipartUpload" in err and "credentials" not in err, err
+            assert "not this upload's" in err, err
+            assert stored.read_bytes() == b"another writer's object\n"
+
+
 def _files(root):
     """The files under `root`, relative to it, sorted."""
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
