@@ -111,11 +111,13 @@ class ConnectionCounter:
     keeps each request's method, target and headers (bytes pass unchanged,
     so SigV4 signatures over the Host header still verify). `bytes_per_s`
     throttles what each connection brings back, as a link to a distant
-    object store would."""
+    object store would; `up_bytes_per_s` what each sends (uploads)."""
 
-    def __init__(self, upstream_port: int, bytes_per_s: float | None = None):
+    def __init__(self, upstream_port: int, bytes_per_s: float | None = None,
+                 up_bytes_per_s: float | None = None):
         self.upstream = upstream_port
         self.bytes_per_s = bytes_per_s
+        self.up_bytes_per_s = up_bytes_per_s
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.accepted = 0
@@ -222,6 +224,8 @@ class ConnectionCounter:
                         break
                     if self.bytes_per_s:
                         time.sleep(len(data) / self.bytes_per_s)
+                elif self.up_bytes_per_s:
+                    time.sleep(len(data) / self.up_bytes_per_s)
                 dst.sendall(data)
         except OSError:
             pass

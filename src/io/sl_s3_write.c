@@ -194,22 +194,32 @@ struct upload {
   char upload_id_query[16 + 3 * 511];
   char (*etags)[128];
   pthread_mutex_t lock;
+  pthread_cond_t done;  ///< a worker ended (the caller waits polling its cancel)
+  int running;          ///< workers not ended yet
   int64_t next;
   int failed;
   struct sluice_error error;
 };
+
+/// Stops u at a cancel (any thread; a hook may answer only on the caller's:
+/// Python runs its signal handlers there): no further part starts.
+static void check_cancel(struct upload* u) {
+  int cancelled = sl_remote_cancelled(u->remote);
+  pthread_mutex_lock(&u->lock);
+  if (cancelled && !u->failed) {
+    u->failed = 1;
+    sl_error_set(&u->error, ECANCELED, "%s: interrupted", u->location);
+  }
+  pthread_mutex_unlock(&u->lock);
+}
 
 static void* upload_worker(void* arg) {
   struct upload* u = arg;
   CURL* h = u->g->curl.easy_init();
   struct s3_response* resp = sl_alloc(u->g->alloc, sizeof *resp);
   for (;;) {
-    int cancelled = sl_remote_cancelled(u->remote);
+    check_cancel(u);
     pthread_mutex_lock(&u->lock);
-    if (cancelled && !u->failed) {
-      u->failed = 1;
-      sl_error_set(&u->error, ECANCELED, "%s: interrupted", u->location);
-    }
     int64_t k = u->failed ? u->n_parts : u->next++;
     if ((h == NULL || resp == NULL) && !u->failed) {
       u->failed = 1;
@@ -244,6 +254,10 @@ static void* upload_worker(void* arg) {
   }
   if (resp != NULL) sl_free(u->g->alloc, resp, sizeof *resp);
   if (h != NULL) u->g->curl.easy_cleanup(h);
+  pthread_mutex_lock(&u->lock);
+  --u->running;
+  pthread_cond_signal(&u->done);
+  pthread_mutex_unlock(&u->lock);
   return NULL;
 }
 
@@ -325,12 +339,42 @@ static int multipart(struct upload* u, CURL* h, struct s3_response* resp,
     pthread_t threads[S3_UPLOAD_THREADS];
     int started = 0;
     pthread_mutex_init(&u->lock, NULL);
+    pthread_cond_init(&u->done, NULL);
     for (int i = 0; i < S3_UPLOAD_THREADS && i < u->n_parts; ++i) {
-      if (pthread_create(&threads[i], NULL, upload_worker, u) != 0) break;
+      pthread_mutex_lock(&u->lock);
+      ++u->running;
+      pthread_mutex_unlock(&u->lock);
+      if (pthread_create(&threads[i], NULL, upload_worker, u) != 0) {
+        pthread_mutex_lock(&u->lock);
+        --u->running;
+        pthread_mutex_unlock(&u->lock);
+        break;
+      }
       ++started;
     }
-    if (started == 0) upload_worker(u);
+    if (started == 0) {
+      ++u->running;
+      upload_worker(u);
+    }
+    // The parts go up until done or failed; a cancel on this (the caller's)
+    // thread is polled meanwhile, and stops the parts not started yet.
+    pthread_mutex_lock(&u->lock);
+    while (u->running > 0) {
+      struct timespec until;
+      clock_gettime(CLOCK_REALTIME, &until);
+      until.tv_nsec += 50 * 1000000L;
+      if (until.tv_nsec >= 1000000000L) until.tv_sec += 1, until.tv_nsec -= 1000000000L;
+      pthread_cond_timedwait(&u->done, &u->lock, &until);
+      pthread_mutex_unlock(&u->lock);
+      check_cancel(u);
+      pthread_mutex_lock(&u->lock);
+    }
+    pthread_mutex_unlock(&u->lock);
     for (int i = 0; i < started; ++i) pthread_join(threads[i], NULL);
+    // Last call for a cancel: once CompleteMultipartUpload is sent, the
+    // object is committed.
+    check_cancel(u);
+    pthread_cond_destroy(&u->done);
     pthread_mutex_destroy(&u->lock);
     if (u->failed) {
       rc = u->error.code != 0 ? u->error.code : EIO;

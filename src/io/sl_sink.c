@@ -1000,7 +1000,8 @@ int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error) {
     sink_free(sink);
     return rc;
   }
-  // Last call for a cancel: past this point the output is committed.
+  // Last call for a cancel: past this point the output is committed (an S3
+  // multipart upload polls it on until its CompleteMultipartUpload).
   if (rc == 0) rc = sl_sink_cancelled(sink, error);
   if (rc == 0 && sink->is_s3) {
     rc = sl_s3_upload_file(sink->target, sink->remote, sink->fd, 0, sink->file_size, sink->alloc,

@@ -212,3 +212,40 @@ def test_part_size_over_s3s_limit(s3):
     assert not counter.requests, counter.requests
     sluice.write(table, "s3://%s/p.arrows" % BUCKET, storage_options=dict(opts, part_size="5g"))
     assert pa.table(sluice.read("s3://%s/p.arrows" % BUCKET, storage_options=opts)).equals(table)
+
+
+def test_ctrl_c_during_a_multipart_upload_aborts_it(s3, tmp_path):
+    """Ctrl-C while the parts go up (on a slow link): KeyboardInterrupt, the
+    upload aborted, never completed, the object it was to replace kept. The
+    parts went on, the upload was completed, and then KeyboardInterrupt came
+    (the cancel hook answers on the caller's thread only, which waited for
+    the upload threads without asking it)."""
+    import _thread
+    import os
+    import threading
+    import time
+    counter, host = s3
+    counter.up_bytes_per_s = 4 << 20  # each 5 MiB part takes over a second
+    opts = {"key": S3_ACCESS_KEY, "secret": S3_SECRET_KEY, "endpoint_url": "http://" + host}
+    stored = tmp_path / "data" / BUCKET / "big.arrows"
+    stored.write_bytes(b"old")
+    data = os.urandom(6 << 20).hex()  # 12 MB: 3 parts of 5 MiB, all in flight at once
+    table = __import__("pyarrow").table({"x": [data[i:i + 1000] for i in range(0, len(data), 1000)]})
+
+    def interrupt_once_a_part_goes_up():
+        deadline = time.monotonic() + 60
+        while not any("partNumber=" in r["target"] for r in counter.requests):
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.01)
+        _thread.interrupt_main()
+
+    threading.Thread(target=interrupt_once_a_part_goes_up, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        sluice.write(table, "s3://%s/big.arrows" % BUCKET,
+                     storage_options=dict(opts, part_size="5M"))
+    targets = [(r["method"], r["target"]) for r in counter.requests]
+    assert any("partNumber=" in t for _, t in targets), targets
+    assert not any(m == "POST" and "uploadId=" in t for m, t in targets), targets
+    assert any(m == "DELETE" and "uploadId=" in t for m, t in targets), targets
+    assert stored.read_bytes() == b"old"

@@ -1852,6 +1852,41 @@ def test_lost_complete_answer_is_checked_against_the_object(sluice, s3, tmp_path
             assert stored.read_bytes() == b"another writer's object\n"
 
 
+def test_interrupt_during_multipart_upload_aborts_it(sluice, s3, tmp_path):
+    """Ctrl-C while the parts go up (all four in flight, on a slow link):
+    the upload is aborted, never completed, the object the write was to
+    replace stays, and sluice dies of the signal (the cancel is asked until
+    CompleteMultipartUpload is sent; the Python package's case, where only
+    the caller's thread can answer it, is in tests/pkg)."""
+    import signal
+    from test_http import write_lenprefix
+    src = tmp_path / "big.lenprefix"
+    write_lenprefix(src, 700_000, 11)  # ~17 MB of Arrow output: 4 parts of 5 MiB
+    stored = s3["data"] / BUCKET / "out" / "interrupted.arrows"
+    stored.parent.mkdir(parents=True, exist_ok=True)
+    stored.write_bytes(b"the old object\n")
+    fwd = ConnectionCounter(int(s3["endpoint"].rsplit(":", 1)[1]), up_bytes_per_s=4 << 20)
+    try:
+        env = creds(s3, AWS_ENDPOINT_URL=f"http://127.0.0.1:{fwd.port}")
+        proc = subprocess.Popen([sluice.binary, "convert", str(src),
+                                 f"s3://{BUCKET}/out/interrupted.arrows", "-q", "-O",
+                                 "length_prefix=u8", "--part-size", "5M"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        deadline = time.monotonic() + 60
+        while not any("partNumber=" in r["target"] for r in fwd.requests):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        err = proc.communicate(timeout=120)[1].decode()
+        assert proc.returncode == -signal.SIGINT, (proc.returncode, err)
+        requests = fwd.requests
+    finally:
+        fwd.close()
+    assert not any(_is_complete(r) for r in requests), [r["target"] for r in requests]
+    assert any(r["method"] == "DELETE" and "uploadId=" in r["target"] for r in requests)
+    assert stored.read_bytes() == b"the old object\n"
+
+
 def _files(root):
     """The files under `root`, relative to it, sorted."""
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
