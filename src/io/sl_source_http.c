@@ -1089,7 +1089,24 @@ static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int tai
     return 0;
   }
   int64_t total = x.range_total;
-  int whole_edge = total >= 0 && x.got == (total < want ? total : want);
+  int64_t edge = total < want ? total : want;
+  if (x.status == 206 && total > 0 && x.range_start == (tail ? total - edge : 0) &&
+      x.got < edge && (c == CURLE_OK || sl_curl_retryable(c))) {
+    // Fewer bytes than asked (a server that caps each answer, or a broken
+    // transfer), the size known all the same: the rest of the edge is asked
+    // for by range, not by a HEAD, which presigned URLs refuse.
+    adopt_version(s, &x, total);
+    s->base.size = total;
+    int rc = http_fetch(s, x.range_start + x.got, edge - x.got, data + x.got, recycled, error);
+    if (rc != 0) {
+      give_back(s);
+      sl_ref_release(ref);
+      return rc;
+    }
+    x.got = edge;
+    c = CURLE_OK;
+  }
+  int whole_edge = total >= 0 && x.got == edge;
   int transferred = c == CURLE_OK || c == CURLE_WRITE_ERROR;  // (we stop it past the edge)
   if (x.status == 206 && x.range_start == (tail ? total - x.got : 0) && whole_edge &&
       transferred) {
@@ -1133,9 +1150,11 @@ static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int tai
     sl_ref_release(ref);
     return curl_error(s, &x, c, errbuf, "GET", error);
   }
-  if (x.status == 416 && total == 0) {  // an empty object has no byte 0
-    s->base.size = 0;
-    adopt_version(s, &x, 0);
+  // An empty object has no byte 0; some servers refuse a suffix range
+  // longer than the object, saying its size ("bytes */SIZE"): no HEAD needed.
+  if (x.status == 416 && (total == 0 || (tail && total > 0))) {
+    s->base.size = total;
+    adopt_version(s, &x, total);
     s->ranges = 1;
     *settled = 1;
   }

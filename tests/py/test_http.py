@@ -271,7 +271,9 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
     tofile (302 to file:///etc/passwd), noloc (302 without a Location);
     elsewhere: 302 to the server's redirect_to (a test sets it).
     stall: the first GET of more than 100,000 bytes sends those and then
-    nothing for 30 s. retryafter: as flaky, each 503 with Retry-After: 2."""
+    nothing for 30 s. retryafter: as flaky, each 503 with Retry-After: 2.
+    cappednohead: as capped, and every HEAD refused with a 403; suffix416:
+    a suffix range answered with a 416 and "bytes */SIZE", HEAD refused too."""
 
     protocol_version = "HTTP/1.1"
 
@@ -341,7 +343,8 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        if mode == "region" or (mode == "nohead" and self.command == "HEAD"):
+        if mode == "region" or (mode in ("nohead", "cappednohead", "suffix416") and
+                                self.command == "HEAD"):
             body_text = (b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>"
                          b"AuthorizationHeaderMalformed</Code><Message>the region 'us-east-1' "
                          b"is wrong; expecting 'eu-west-1'</Message></Error>")
@@ -370,10 +373,16 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
             if a:
                 start = int(a)
                 end = min(int(b), len(data) - 1) if b else len(data) - 1
+            elif mode == "suffix416":  # as some servers answer a suffix range
+                self.send_response(416)
+                self.send_header("Content-Range", f"bytes */{len(data)}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             else:  # a suffix: the last b bytes
                 start, end = max(0, len(data) - int(b)), len(data) - 1
             status = 206
-            if mode == "capped":  # answers at most 50,000 bytes, as some servers cap ranges
+            if mode in ("capped", "cappednohead"):  # at most 50,000 bytes, as some servers cap
                 end = min(end, start + 49_999)
         chunk = data[start:end + 1]
         self.send_response(status)
@@ -459,6 +468,27 @@ def test_faults_are_retried_and_resumed(sluice, fault_server, tmp_path, mode, li
         remote = read_table(sluice, f"{fault_server['url']}/{mode}/{name}", tmp_path / "r.arrows",
                             extra, env=SMALL_PARTS if link == "fast" else SLOW_LINK)
         assert remote.equals(local), (mode, name)
+
+
+@pytest.mark.parametrize("mode", ["cappednohead", "suffix416"])
+def test_opening_answer_with_a_size_needs_no_head(sluice, fault_server, tmp_path, mode):
+    """The opening GET answered with fewer bytes than asked (a server that
+    caps each answer, the Content-Range right), or a suffix range answered
+    with a 416 and "bytes */SIZE": the size is the Content-Range's, and the
+    rest is asked for by range, with no HEAD (presigned GET URLs refuse
+    one). Both fell back to a HEAD, and its 403 failed the read."""
+    import pyarrow.parquet as pq
+    srv = fault_server["server"]
+    www = fault_server["www"]
+    pq.write_table(ipc.open_file(www / "t.arrow").read_all(), www / "t.parquet")
+    # (-f parquet: a footer format named opens by a suffix range, its end)
+    for name, extra in (("t.csv", []), ("t.arrow", []), ("t.parquet", ["-f", "parquet"])):
+        local = local_table(sluice, www / name, tmp_path / "l.arrows", extra)
+        before = len(srv.log)
+        remote = read_table(sluice, f"{fault_server['url']}/{mode}/{name}", tmp_path / "r.arrows",
+                            extra)
+        assert remote.equals(local), name
+        assert "HEAD" not in [m for m, _ in srv.log[before:]], srv.log[before:]
 
 
 def test_stream_format_opens_by_its_download(sluice, fault_server, tmp_path):
