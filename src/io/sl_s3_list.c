@@ -24,7 +24,7 @@
 #include "sl_s3_xml.h"
 #include "sl_sigv4.h"
 
-#define LIST_ATTEMPTS 5
+#define LIST_ATTEMPTS 6  // as reads (HTTP_MAX_ATTEMPTS) and uploads: docs/remote.md
 #define LIST_MAX_PAGE 1000
 /// A page of 1000 keys of 1024 bytes is about 1.5 MB of XML; more than this
 /// is not an S3 answer.

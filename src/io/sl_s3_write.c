@@ -28,7 +28,7 @@
 #define S3_MAX_PART ((int64_t)5 << 30)
 #define S3_MAX_PARTS 10000
 #define S3_UPLOAD_THREADS 4
-#define S3_ATTEMPTS 5
+#define S3_ATTEMPTS 6  // as reads (HTTP_MAX_ATTEMPTS) and listings: docs/remote.md
 
 struct s3_response {
   long status;
