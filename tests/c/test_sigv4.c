@@ -127,6 +127,11 @@ static void test_helpers(void** state) {
   char hex[65];
   assert_int_equal(sl_sigv4_sha256_hex("", 0, hex), 0);
   assert_string_equal(hex, EMPTY_SHA256);
+  unsigned char md5[16];  // RFC 1321's "abc"
+  static const unsigned char abc_md5[16] = {0x90, 0x01, 0x50, 0x98, 0x3c, 0xd2, 0x4f, 0xb0,
+                                            0xd6, 0x96, 0x3f, 0x7d, 0x28, 0xe1, 0x7f, 0x72};
+  assert_int_equal(sl_md5("abc", 3, md5), 0);
+  assert_memory_equal(md5, abc_md5, 16);
   // A tiny output buffer is an error, not a truncated header.
   struct sl_sigv4_header h[] = {{"host", "x"}, {"x-amz-date", "20150830T123600Z"}};
   struct sl_sigv4_request r = {"GET", "/", "", h, 2, EMPTY_SHA256, "20150830T123600Z",
