@@ -619,6 +619,35 @@ def test_dictionary_columns_keep_their_dictionary(sluice, tmp_path):
     assert pq.read_table(tmp_path / "again.pq").equals(back)
 
 
+@pytest.mark.parametrize("index", [pa.int8(), pa.uint8(), pa.int16()])
+def test_dictionaries_outgrowing_their_index_type_widen_it(sluice, tmp_path, index):
+    """An IPC stream whose batches replace an int8 column's dictionary (100
+    values each) makes a row group dictionary of 200: the stored Arrow
+    schema's index type is widened to hold it (it kept int8, so pyarrow,
+    polars and sluice refused the file: "Integer value 128 not in range",
+    exit 0 on the write). A dictionary that fits keeps its index type."""
+    size = {pa.int8(): 100, pa.uint8(): 200, pa.int16(): 20_000}[index]
+    sch = pa.schema([("d", pa.dictionary(index, pa.string()))])
+    src, out = tmp_path / "d.arrows", tmp_path / "d.parquet"
+    with pa.ipc.new_stream(src, sch) as w:
+        for b in range(2):
+            w.write_batch(pa.record_batch([pa.DictionaryArray.from_arrays(
+                pa.array(range(size), index), pa.array([f"v{b}_{i}" for i in range(size)]))],
+                schema=sch))
+    sluice.run("convert", src, out)
+    want = pa.ipc.open_stream(src).read_all().column("d").to_pylist()
+    got = pq.read_table(out)
+    assert got.column("d").to_pylist() == want
+    assert got.schema.field("d").type == pa.dictionary(pa.int16() if size < 20_000 else pa.int32(),
+                                                        pa.string())
+    assert pl.read_parquet(out)["d"].cast(pl.String).to_list() == want
+    proc = sluice.run("stats", out)
+    assert b"v1_" in proc.stdout
+    one = tmp_path / "one.parquet"  # (one batch: the type as it was)
+    sluice.run("convert", src, one, "-n", str(size))
+    assert pq.read_table(one).schema.field("d").type == sch.field("d").type
+
+
 def test_dictionary_column_statistics_cover_its_rows_only(sluice, tmp_path):
     """A dictionary column's min and max are its row group's values, not its
     dictionary's (whose unused values would widen them, yet read as exact):

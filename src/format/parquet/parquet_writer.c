@@ -461,9 +461,42 @@ static int base64_append(const uint8_t* p, int64_t n, struct sl_buffer* out) {
   return 0;
 }
 
+/// Sets the format of `field`, a node of `node`'s tree, to `format`.
+static void set_format_of(struct ArrowSchema* node, const struct ArrowSchema* field,
+                          const char* format) {
+  if (node == field) node->format = format;  // (a static string: release frees the node's block)
+  for (int64_t i = 0; i < node->n_children; ++i) set_format_of(node->children[i], field, format);
+  if (node->dictionary != NULL) set_format_of(node->dictionary, field, format);
+}
+
+/// A dictionary column's index type in the stored Arrow schema holds every
+/// index of the dictionary a reader builds for each of its chunks: batches
+/// whose dictionaries differ (an IPC stream's replacements) make one of 200
+/// values of an int8 column, which pyarrow and sluice then refused to read
+/// ("Integer value 128 not in range"). Widened to int16, int32 or int64
+/// where needed; the stored type is kept where it holds them.
+static void widen_dictionary_indices(struct pq_writer* w) {
+  for (int64_t i = 0; i < w->ps.n_leaves; ++i) {
+    const struct pqw_leaf* leaf = &w->ps.leaves[i];
+    if (!leaf->is_dict || leaf->dict_field == NULL) continue;
+    int64_t most = 0;
+    for (int64_t r = 0; r < w->n_rgs; ++r) {
+      if (w->rgs[r].chunks[i].distinct_bound > most) most = w->rgs[r].chunks[i].distinct_bound;
+    }
+    const char* f = leaf->dict_field->format;
+    int64_t room = strcmp(f, "c") == 0 ? 128 : strcmp(f, "C") == 0 ? 256
+                   : strcmp(f, "s") == 0 ? 32768 : strcmp(f, "S") == 0 ? 65536
+                   : strcmp(f, "i") == 0 ? (INT64_C(1) << 31) : INT64_MAX;
+    if (most <= room) continue;
+    set_format_of(&w->schema, leaf->dict_field,
+                  most <= 32768 ? "s" : most <= (INT64_C(1) << 31) ? "i" : "l");
+  }
+}
+
 /// base64 of the encapsulated IPC Schema message, as Arrow C++ stores it.
 static int arrow_schema_b64(struct pq_writer* w, struct sl_buffer* out,
                             struct sluice_error* error) {
+  widen_dictionary_indices(w);
   struct ipc_dicts dicts;
   memset(&dicts, 0, sizeof dicts);
   struct fb_builder b;

@@ -472,6 +472,8 @@ int sl_pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* o
   }
   int all_dict = use_dict && dict_levels == d->n_levels;
   int64_t n_dict = use_dict ? s->dict_values.size / (int64_t)sizeof(struct pqw_ba) : 0;
+  // (PLAIN values past a fallback may each be another distinct one)
+  out->distinct_bound = !use_dict ? d->n_values : n_dict + (all_dict ? 0 : d->n_values - n_encoded);
   int idx_width = use_dict ? sl_pq_bit_width((uint64_t)(n_dict > 1 ? n_dict - 1 : 1)) : 0;
 
   // Arrow C++ writes no statistics for columns of the null type.

@@ -55,6 +55,7 @@ struct pqw_leaf {
   struct sl_type value_type;  ///< of the values (a dictionary's value type)
   int is_dict;                ///< leaf arrays are dictionary-encoded
   struct sl_type index_type;  ///< dictionary indices
+  const struct ArrowSchema* dict_field;  ///< that dictionary field (of the writer's schema)
   struct pq_bytes* path;      ///< path_in_schema (names borrowed)
   int64_t n_path;
   char* name;                 ///< "a.list.element" for messages (owned)
@@ -186,6 +187,10 @@ void sl_pqw_scratch_free(struct pqw_scratch* s);
 struct pqw_chunk {
   struct sl_buffer bytes;
   struct pq_column_meta meta;
+  /// A dictionary leaf: at most this many distinct values are in the chunk
+  /// (the dictionary a reader builds for it, whose indices the stored Arrow
+  /// schema's index type must hold).
+  int64_t distinct_bound;
   int32_t encodings[4];
   uint8_t* stat_bytes;          ///< owned copy of min and max
   int64_t stat_size;

@@ -252,6 +252,7 @@ static int add_leaf(struct build_state* st, int depth, const struct sl_type* val
   leaf->value_type = *value_type;
   if (f->dictionary != NULL) {
     leaf->is_dict = 1;
+    leaf->dict_field = f;
     SL_RETURN_NOT_OK(sl_type_parse(f->format, &leaf->index_type, error));
   }
   st->extension = f->dictionary == NULL ? f->metadata : NULL;
