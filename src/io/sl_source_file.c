@@ -202,6 +202,12 @@ static int file_read_next(struct sl_source* source, int64_t length, struct sl_vi
                                 error);
 }
 
+static int file_seek(struct sl_source* source, int64_t offset, struct sluice_error* error) {
+  (void)error;  // (sl_source_seek checked the offset)
+  ((struct sl_file_source*)source)->cursor = offset;
+  return 0;
+}
+
 static void file_drop(struct sl_source* source, int64_t offset, int64_t length) {
   if (source->owner == NULL || offset < 0 || length <= 0) return;
   mapping_drop((struct sl_mapping*)source->owner, (size_t)offset, (size_t)length);
@@ -219,6 +225,7 @@ static const struct sl_source_ops sl_file_source_ops = {
     .read_next = file_read_next,
     .close = file_close,
     .peek = NULL,
+    .seek = file_seek,
     .drop = file_drop,
 };
 

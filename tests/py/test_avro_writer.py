@@ -623,8 +623,9 @@ def test_enum_value_missing_from_first_dictionary(tmp_path, sluice):
     """A later batch's dictionary value that the enum's symbols (the first
     batch's) lack: an input that can be read again (an IPC file) is, and
     the column written as strings, with a note (it was an error asking for
-    -W enums=false). A stream, read once, keeps the error (naming why it
-    was not read again), and so do -W enums=true and standard output."""
+    -W enums=false). So does a stream file; a pipe, read once, keeps the
+    error (naming why it was not read again), and so do -W enums=true and
+    standard output."""
     batches = [dict_batch([0], ["a"]), dict_batch([0, 0], ["zz"])]
     src, dst = tmp_path / "parts", tmp_path / "out.avro"  # (two IPC files: one may not replace)
     src.mkdir()
@@ -640,9 +641,18 @@ def test_enum_value_missing_from_first_dictionary(tmp_path, sluice):
     assert "'e'" in err and "row 1" in err and "enum" in err and "enums=false" in err
     err = sluice.expect_error("cat", src, "-t", "avro").stderr.decode()
     assert "enums=false" in err and "strings" not in err.split("writes the column as strings")[1]
+    # A stream file starts over (it was refused as a stream, read once); a
+    # pipe cannot, and keeps the error.
     stream = tmp_path / "in.arrows"
     write_stream(stream, batches)
-    err = sluice.expect_error("convert", stream, dst).stderr.decode()
+    proc = sluice.run("convert", stream, dst)
+    assert "written with the column as strings" in proc.stderr.decode()
+    assert [r["e"] for r in fastavro_rows(dst)[2]] == ["a", "zz", "zz"]
+    with open(stream, "rb") as f:
+        proc = subprocess.run([sluice.binary, "convert", "-f", "arrows", "-", str(dst)], stdin=f,
+                              capture_output=True, timeout=60)
+    err = proc.stderr.decode()
+    assert proc.returncode == 1
     assert "'e'" in err and "enums=false" in err and "scanned only once" in err, err
 
 

@@ -483,7 +483,10 @@ struct ipc_stream {
   struct ipc_schema schema;
   struct ipc_dict_memo memo;
   int64_t pos;      ///< offset of the next message
-  atomic_int scanned;  ///< the one split was opened (two scans may open it at once)
+  int64_t first_pos;  ///< offset of the message after the schema (a second scan's start)
+  /// 0: never scanned; 1: its one split is open (two scans may try at
+  /// once); 2: closed after a scan (a source that seeks is scanned again).
+  atomic_int scanned;
   int finished;     ///< end of stream seen
   int64_t* columns;
   int64_t n_columns;
@@ -620,6 +623,7 @@ static int stream_open(const struct sl_reader_args* args, void** reader, struct 
     if (rc == 0) rc = sl_ipc_dict_memo_init(&st->memo, &st->schema, error);
     sl_ref_release(body.owner);
     sl_view_release(&meta);
+    st->first_pos = st->pos;
   }
   if (rc != 0) {
     stream_close(st);
@@ -656,9 +660,37 @@ static int stream_split_open(void* reader, const struct sl_split* split, const i
                              struct sluice_error* error) {
   struct ipc_stream* st = reader;
   *state = NULL;
-  if (split->index != 0 || atomic_exchange(&st->scanned, 1) != 0)
+  int never = 0, done = 2;
+  int again = split->index == 0 && !atomic_compare_exchange_strong(&st->scanned, &never, 1) &&
+              atomic_compare_exchange_strong(&st->scanned, &done, 1);
+  if (split->index != 0 || (never != 0 && !again))
     return sl_error_set(error, EINVAL, "%s: an Arrow IPC stream can be scanned only once",
                         st->source->name);
+  if (again) {
+    // A second scan (reading the input again, enums as strings) of a source
+    // that can start over, a file: from the first message on, anew.
+    struct sluice_error why;
+    if (sl_source_seek(st->source, st->first_pos, &why) != 0) {
+      atomic_store(&st->scanned, 2);
+      return sl_error_set(error, EINVAL, "%s: an Arrow IPC stream can be scanned only once "
+                          "(its source cannot start over)", st->source->name);
+    }
+    sl_ipc_dict_memo_reset(&st->memo, st->alloc);
+    int rc = sl_ipc_dict_memo_init(&st->memo, &st->schema, error);
+    if (rc != 0) {
+      atomic_store(&st->scanned, 2);
+      return named(rc, st->source->name, error);
+    }
+    st->pos = st->first_pos;
+    st->finished = 0;
+    st->batch_meta.size = 0;
+    if (st->columns != NULL) {
+      sl_free(st->alloc, st->columns, (size_t)(st->n_columns > 0 ? st->n_columns : 1) *
+                                          sizeof *st->columns);
+      st->columns = NULL;
+      st->n_columns = 0;
+    }
+  }
   int rc = check_columns(&st->schema, st->source->name, columns, n_columns, split->fields, error);
   st->fields = split->fields;
   if (rc == 0 && columns != NULL) {
@@ -667,7 +699,7 @@ static int stream_split_open(void* reader, const struct sl_split* split, const i
     st->n_columns = n_columns;
   }
   if (rc != 0) {
-    atomic_store(&st->scanned, 0);  // not read: a scan with other columns may still
+    atomic_store(&st->scanned, again ? 2 : 0);  // not read: a scan with other columns may still
     return rc;
   }
   *projected = 1;
@@ -731,7 +763,10 @@ static int stream_split_next(void* state, struct ArrowArray* out, struct sluice_
   return 0;
 }
 
-static void stream_split_close(void* state) { (void)state; }
+static void stream_split_close(void* state) {
+  struct ipc_stream* st = state;
+  if (st != NULL) atomic_store(&st->scanned, 2);
+}
 
 /// The custom metadata of the last batch, or NULL.
 static const char* file_batch_metadata(void* state) {
