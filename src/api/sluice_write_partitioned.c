@@ -640,6 +640,9 @@ static int close_file(struct partitioned_write* w, struct partition* part,
   w->args->location = part->file_path;
   int rc = w->writer->finish(part->writer, error);
   w->args->location = w->location;
+  if (rc != 0 && part->path_len > 0) {  // (a CSV file of nulls alone fails here)
+    sl_error_prefix(error, "partition %.*s", (int)part->path_len, part->path);
+  }
   w->writer->close(part->writer);
   part->writer = NULL;
   w->n_open--;

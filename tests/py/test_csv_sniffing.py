@@ -123,6 +123,23 @@ def test_headerless_files_stay_headerless(sluice, tmp_path, text):
     assert sluice_read(sluice, path, "header=true").num_rows == got.num_rows - 1
 
 
+@pytest.mark.parametrize("text", ["id,name,2024\n", "2024,total\n", "a,true,1.5\n", "x\n"])
+def test_a_lone_row_with_text_is_a_header(sluice, tmp_path, text):
+    """A file of one row holding a text value is a header and no rows, as
+    pyarrow, polars and pandas read it (a table of no rows that sluice wrote
+    came back as one row of its names); a lone row of typed values alone
+    (`1,2.5`) is still data, as DuckDB and sluice's sniffer take it."""
+    import pyarrow.csv as pacsv
+    path = tmp_path / "one.csv"
+    path.write_text(text)
+    got = sluice_read(sluice, path)
+    want = pacsv.read_csv(path)
+    assert got.column_names == want.column_names and got.num_rows == want.num_rows == 0
+    path.write_text("1,2.5\n")
+    got = sluice_read(sluice, path)
+    assert got.column_names == ["f0", "f1"] and got.to_pylist() == [{"f0": 1, "f1": 2.5}]
+
+
 @pytest.mark.parametrize("text", ["1,2,\n3,4,\n5,6,\n", "x,1.5,\ny,2.5,\nz,3,\n", "1,\n2,\n"])
 def test_headerless_lines_ending_in_a_delimiter_keep_that_column(sluice, tmp_path, text):
     """Lines that all end in a delimiter, with no header (told so by

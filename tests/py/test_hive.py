@@ -632,3 +632,17 @@ def test_location_whose_own_name_has_a_key_and_glob_characters(sluice, tmp_path,
     got = sluice_read(sluice, location)
     assert got.column_names == ["id", "b"]
     assert by_id(got) == by_id(want)
+
+
+def test_a_partition_file_that_fails_at_its_end_is_named(sluice, tmp_path):
+    """A CSV partition whose one column holds only nulls (refused when the
+    file ends: its lines would read back as empty strings) is named in the
+    error, as a failure while its rows go in is; nothing is written."""
+    src = tmp_path / "an.parquet"
+    pq.write_table(pa.table({"c": ["x", None, "x"], "v": [1.5, None, 3.0]}), src)
+    out = tmp_path / "an"
+    err = sluice.expect_error("convert", src, out, "-t", "csv", "--partition-by", "c").stderr
+    assert b"partition c=__HIVE_DEFAULT_PARTITION__: csv: column 'v' holds only nulls" in err, err
+    assert not out.exists() or not any(out.iterdir())
+    sluice.run("convert", src, out, "-t", "csv", "--partition-by", "c", "-W", "null=NA")
+    assert sorted(p.name for p in out.iterdir()) == ["c=__HIVE_DEFAULT_PARTITION__", "c=x"]

@@ -631,7 +631,7 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
   if (o->header >= 0) {
     l->header = o->header;
   } else {
-    int all_fit = 1, any_typed = 0;
+    int all_fit = 1, any_typed = 0, any_text = 0;
     for (int64_t c = 0; c < l->n_cols; ++c) {
       const char* f = sl_csv_infer_format(&a->states[c]);
       const uint8_t* p;
@@ -648,14 +648,20 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
       // and pandas take it; DuckDB skips it.)
       any_typed |= strcmp(f, "u") != 0 && !csv_is_null(&o->nulls, p, len);
       if (a->rows.n_rows > 1 && !fits(f, &a->states[c], &o->nulls, p, len)) all_fit = 0;
-      if (a->rows.n_rows == 1) {  // a lone row: a header unless it holds typed values
+      if (a->rows.n_rows == 1) {  // a lone row: see below
         struct csv_infer_state s;
         sl_csv_infer_init(&s, &o->nulls);
         sl_csv_infer_add(&s, p, len);
         if (strcmp(sl_csv_infer_format(&s), "u") != 0) any_typed = 1;
+        else if (!csv_is_null(&o->nulls, p, len)) any_text = 1;
       }
     }
     l->header = !(all_fit && any_typed);
+    // A lone row with a text value is a header (`id,name,2024`, a table of
+    // no rows as sluice writes it), as pyarrow, polars and pandas read it
+    // (DuckDB reads a row of data); one of typed values alone (`1,2.5`) is
+    // data, and one of nulls alone a header, as before.
+    if (a->rows.n_rows == 1 && any_text) l->header = 1;
     // Told from its rows to have no header, row 0's trailing empty field is
     // a column, as with header=false (and as pyarrow, polars and DuckDB
     // read it): analysed again with no_trailing.
