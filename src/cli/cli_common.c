@@ -107,8 +107,17 @@ static int name_in(const char* const* names, const char* name) {
   return 0;
 }
 
-int cli_writer_known(const char* name) { return name_in(sluice_writer_formats(), name); }
-int cli_reader_known(const char* name) { return name_in(sluice_reader_formats(), name); }
+/// `feather` and `ipc`: the Arrow IPC file format, as pyarrow and polars name it.
+static int ipc_alias(const char* name) {
+  return strcmp(name, "feather") == 0 || strcmp(name, "ipc") == 0;
+}
+
+int cli_writer_known(const char* name) {
+  return name_in(sluice_writer_formats(), name) || ipc_alias(name);
+}
+int cli_reader_known(const char* name) {
+  return name_in(sluice_reader_formats(), name) || ipc_alias(name);
+}
 
 /* ---- Progress -------------------------------------------------------------- */
 

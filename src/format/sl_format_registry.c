@@ -91,7 +91,16 @@ const struct sl_format_writer* sl_format_writer_at(size_t i) {
 const char* const* sl_format_reader_names(void) { return sl_reader_name_table; }
 const char* const* sl_format_writer_names(void) { return sl_writer_name_table; }
 
+/// Other names of a format, as peers spell them: pyarrow's Feather (v2)
+/// and polars' `ipc` are the Arrow IPC file format (`.feather` and `.ipc`
+/// name its files too).
+static const char* canonical_name(const char* name) {
+  if (name != NULL && (strcmp(name, "feather") == 0 || strcmp(name, "ipc") == 0)) return "arrow";
+  return name;
+}
+
 const struct sl_format_reader* sl_format_reader_find(const char* name) {
+  name = canonical_name(name);
   if (name == NULL) return NULL;
   const struct sl_format_reader* r;
   for (size_t i = 0; (r = sl_format_reader_at(i)) != NULL; ++i) {
@@ -101,6 +110,7 @@ const struct sl_format_reader* sl_format_reader_find(const char* name) {
 }
 
 const struct sl_format_writer* sl_format_writer_find(const char* name) {
+  name = canonical_name(name);
   if (name == NULL) return NULL;
   const struct sl_format_writer* w;
   for (size_t i = 0; (w = sl_format_writer_at(i)) != NULL; ++i) {

@@ -1577,3 +1577,52 @@ def test_cql_consistency_levels_in_any_case(sluice_bin):
         assert "cannot connect" in err and "consistency" not in err, (level, err)
     err = run(sluice_bin, "cat", "cql://127.0.0.1:1/ks.t", "-O", "consistency=most").stderr.decode()
     assert "expected any, one, two, three" in err
+
+
+def _on_a_terminal(argv):
+    """(exit code, output) of argv run with a pseudo-terminal as its stdout."""
+    import pty
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(argv[0], argv)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), out
+
+
+def test_binary_output_is_not_written_to_a_terminal(sluice_bin, tmp_path):
+    """cat -t arrows (arrow, parquet, avro) to a terminal is refused, as gzip
+    and zstd refuse to write there (the bytes garbled it); text formats,
+    a redirect and -o still work."""
+    src = tmp_path / "t.arrow"
+    with ipc.new_file(src, pa.schema([("a", pa.int64())])) as w:
+        w.write_table(pa.table({"a": [1, 2]}))
+    for fmt in ("arrows", "arrow", "parquet", "avro"):
+        code, out = _on_a_terminal([sluice_bin, "cat", str(src), "-t", fmt])
+        assert code == 2 and b"writes binary data, not to a terminal" in out, (fmt, out)
+    code, out = _on_a_terminal([sluice_bin, "cat", str(src), "-t", "csv"])
+    assert code == 0 and out.replace(b"\r\n", b"\n") == b"a\n1\n2\n"
+    piped = ok(sluice_bin, "cat", src, "-t", "arrows")
+    assert ipc.open_stream(piped).read_all().column("a").to_pylist() == [1, 2]
+
+
+@pytest.mark.parametrize("alias", ["feather", "ipc"])
+def test_feather_and_ipc_name_the_arrow_file_format(sluice_bin, tmp_path, alias):
+    """-f/-t feather and ipc are the Arrow IPC file format, as pyarrow and
+    polars name it (they were unknown formats)."""
+    src = tmp_path / "t.data"
+    with ipc.new_file(src, pa.schema([("a", pa.int64())])) as w:
+        w.write_table(pa.table({"a": [1, 2]}))
+    assert ok(sluice_bin, "cat", "-f", alias, src, "-t", "csv") == b"a\n1\n2\n"
+    out = tmp_path / "out.bin"
+    ok(sluice_bin, "convert", src, out, "-t", alias)
+    assert ipc.open_file(out).read_all().column("a").to_pylist() == [1, 2]
