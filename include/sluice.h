@@ -824,7 +824,7 @@ SLUICE_EXPORT int sluice_write(struct ArrowArrayStream* stream, const char* loca
 /// knows works the same (formats, partition_by, s3://, cql://), and so does
 /// the commit: nothing appears before sluice_writer_close succeeds, and
 /// sluice_writer_abort (or a failed write) leaves nothing. The batches are
-/// written on a thread of the writer's own, one behind the producer.
+/// written on a thread of the writer's own.
 struct sluice_writer;
 
 /// Opens a writer of `schema` (copied) to `location`. `options` (NULL =
@@ -837,8 +837,14 @@ SLUICE_EXPORT int sluice_writer_open(const char* location, const struct ArrowSch
                                      struct sluice_writer** out, struct sluice_error* error);
 
 /// Hands `batch` (a struct array of the schema; taken: released by the
-/// writer, also on error) to the writer; waits while the previous batch is
-/// still waiting to be taken. After the write failed, returns its error.
+/// writer, also on error) to the writer and returns once the writer has
+/// consumed it: its buffers are not read after this returns, so the caller
+/// may refill the memory they point to (as pyarrow's writers allow). What
+/// the writer must keep past that (rows of an unfinished Parquet row group,
+/// a partition's rows) it has copied. Its release callback may still be
+/// called later, from the writer's thread (the Arrow C data interface lets
+/// a consumer release when it likes). After the write failed, returns its
+/// error.
 /// The batch is checked against the schema's layout (buffers, children,
 /// lengths, offsets, the UTF-8 of strings) before it is written, not
 /// against its logical types: an int64

@@ -3,8 +3,11 @@
 // pulled through an ArrowArrayStream. A thread of the writer's own runs
 // sluice_write over a stream whose get_next waits for the next pushed batch,
 // so every output sluice_write knows (formats, partitions, S3, cql://, the
-// batch checks, the atomic commit) works the same, and the producer makes
-// its next batch while the last one is written.
+// batch checks, the atomic commit) works the same. A push returns once the
+// batch is consumed (the writing thread asked for the next one, or the
+// write ended): every format writer is done reading an input batch before
+// it asks for the next, so the producer may then refill the batch's memory
+// (as pyarrow's writers let it: a loop refilling one numpy buffer).
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
@@ -28,6 +31,9 @@ struct sluice_writer {
   int cancelled;           ///< abort: get_next fails with ECANCELED
   int done;                ///< the writing thread has returned
   int rc;                  ///< its result
+  int64_t pushed;          ///< batches handed over so far
+  int64_t taken;           ///< batches get_next took
+  int64_t consumed;        ///< batches done with: get_next was called after them
   struct sluice_error error;
   pthread_t thread;
   int synced;  ///< 1: lock made, 2: and changed (what writer_free destroys)
@@ -45,6 +51,9 @@ static int queue_get_schema(struct ArrowArrayStream* stream, struct ArrowSchema*
 static int queue_get_next(struct ArrowArrayStream* stream, struct ArrowArray* out) {
   struct sluice_writer* w = stream->private_data;
   pthread_mutex_lock(&w->lock);
+  // Asking for the next batch: the writer is done reading the ones before.
+  w->consumed = w->taken;
+  pthread_cond_broadcast(&w->changed);
   while (w->slot.release == NULL && !w->end && !w->cancelled) {
     pthread_cond_wait(&w->changed, &w->lock);
   }
@@ -53,6 +62,7 @@ static int queue_get_next(struct ArrowArrayStream* stream, struct ArrowArray* ou
     rc = ECANCELED;
   } else if (w->slot.release != NULL) {
     sl_array_move(&w->slot, out);
+    w->taken++;
   } else {
     out->release = NULL;  // the end
   }
@@ -155,7 +165,14 @@ int sluice_writer_write(struct sluice_writer* w, struct ArrowArray* batch,
     batch->release(batch);
   } else {
     sl_array_move(batch, &w->slot);
+    int64_t seq = ++w->pushed;
     pthread_cond_broadcast(&w->changed);
+    // Back once the writer is done reading it (a failed write reads no more).
+    while (w->consumed < seq && !w->done) pthread_cond_wait(&w->changed, &w->lock);
+    if (w->done && w->rc != 0) {  // it failed meanwhile: said now, not at the next write
+      rc = w->rc;
+      if (error != NULL) *error = w->error;
+    }
   }
   pthread_mutex_unlock(&w->lock);
   return rc;
