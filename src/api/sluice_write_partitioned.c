@@ -151,6 +151,11 @@ struct partitioned_write {
   struct sl_text key;    ///< scratch: a row's partition values (row_key)
   struct sl_text path;   ///< scratch: a row's partition path
   struct sl_text value;  ///< scratch: one rendered value
+  /// A piece that is a view of the input batch (a batch of one partition,
+  /// not copied): 1 + its partition (0: none) and its index there. It is
+  /// copied if still held when the next batch is asked for, whose producer
+  /// may refill the memory.
+  int64_t borrowed_part, borrowed_piece;
 };
 
 static int oom(struct partitioned_write* w, struct sluice_error* error) {
@@ -750,7 +755,10 @@ static int push_pieces(struct partitioned_write* w, int64_t p, struct sluice_err
       part->file_rows += head.length;
       part->rows += head.length;
       w->args->location = part->file_path;
-      rc = w->writer->push(part->writer, &head, last, error);
+      int borrowed = w->borrowed_part == 1 + p && w->borrowed_piece == i;
+      rc = w->writer->push(part->writer, &head,
+                           (last ? SL_PUSH_END_ROW_GROUP : 0) | (borrowed ? 0 : SL_PUSH_OWNED),
+                           error);
       w->args->location = w->location;
       if (rc != 0 && part->path_len > 0) {  // a writer counts the rows it was given
         sl_error_prefix(error, "partition %.*s (a row number counts its rows)",
@@ -838,7 +846,11 @@ static int split_batch(struct partitioned_write* w, struct ArrowArray* batch, in
   // Both branches below take the batch.
   SL_RETURN_NOT_OK(
       sl_array_project(batch, w->kept_columns, w->n_kept, w->alloc, &kept, error));
-  if (single) return add_piece(w, row_part[0], &kept, error);  // no copy
+  if (single) {  // no copy (unless it is still held at the next batch)
+    w->borrowed_part = 1 + row_part[0];
+    w->borrowed_piece = w->parts[row_part[0]].n_pieces;
+    return add_piece(w, row_part[0], &kept, error);
+  }
   // Several partitions: the ones met, numbered in this batch (local).
   int64_t* slot = sl_alloc(w->alloc, (size_t)w->n_parts * sizeof *slot);  // partition -> local
   int64_t* local = sl_alloc(w->alloc, (size_t)w->n_parts * sizeof *local);  // local -> partition
@@ -1627,6 +1639,23 @@ static void clean_up(struct partitioned_write* w, int failed) {
   sl_location_list_free(&w->existing_keys, w->alloc);
 }
 
+/// Before the next batch is asked for: the piece that is still a view of
+/// this one is copied.
+static int copy_borrowed(struct partitioned_write* w, struct sluice_error* error) {
+  if (w->borrowed_part == 0) return 0;
+  struct partition* part = &w->parts[w->borrowed_part - 1];
+  w->borrowed_part = 0;
+  if (w->borrowed_piece >= part->n_pieces) return 0;  // written
+  struct ArrowArray* piece = &part->pieces[w->borrowed_piece];
+  if (piece->release == NULL) return 0;
+  struct ArrowArray copy;
+  SL_RETURN_NOT_OK(sl_array_copy(&w->file_schema, piece, 0, piece->length, w->alloc, &copy,
+                                 error));
+  piece->release(piece);
+  sl_array_move(&copy, piece);
+  return 0;
+}
+
 static int run(struct partitioned_write* w, struct ArrowArrayStream* stream,
                struct sluice_error* error) {
   SL_RETURN_NOT_OK(set_up(w, stream, error));
@@ -1661,6 +1690,7 @@ static int run(struct partitioned_write* w, struct ArrowArrayStream* stream,
       batch.release(&batch);
     }
     if (rc == 0) rc = spill(w, error);
+    if (rc == 0) rc = copy_borrowed(w, error);
     if (rc != 0) break;
   }
   sl_free(w->alloc, row_part, (size_t)cap_rows * sizeof *row_part);

@@ -646,3 +646,51 @@ int sl_array_filter(const struct ArrowSchema* schema, const struct ArrowArray* i
   struct filter_sel sel = {selection, in->length, NULL, 0, 0, selected};
   return filter_node(schema, in, &sel, alloc, out, 0, error);
 }
+
+/// Whether any buffer of the tree is a view retaining an owner (shared).
+static int has_views(const struct ArrowArray* a, int depth) {
+  if (depth > FILTER_MAX_DEPTH) return 0;
+  for (int64_t i = 0; i < a->n_buffers; ++i)
+    if (sl_array_buffer_owner(a, i) != NULL) return 1;
+  for (int64_t i = 0; i < a->n_children; ++i)
+    if (has_views(a->children[i], depth + 1)) return 1;
+  return a->dictionary != NULL && has_views(a->dictionary, depth + 1);
+}
+
+/// Replaces the dictionaries filter_node shared (views of the input's)
+/// with copies, all the way down.
+static int unshare_dictionaries(const struct ArrowSchema* schema, struct ArrowArray* a,
+                                const struct sluice_allocator* alloc, int depth,
+                                struct sluice_error* error) {
+  if (depth > FILTER_MAX_DEPTH) return 0;
+  for (int64_t i = 0; i < a->n_children; ++i)
+    SL_RETURN_NOT_OK(unshare_dictionaries(schema->children[i], a->children[i], alloc,
+                                          depth + 1, error));
+  if (a->dictionary == NULL) return 0;
+  if (has_views(a->dictionary, depth + 1)) {
+    int64_t all[2] = {0, a->dictionary->length};
+    struct filter_sel every = {NULL, 0, all, all[1] > 0 ? 1 : 0, 0, all[1]};
+    struct ArrowArray copy;
+    SL_RETURN_NOT_OK(filter_node(schema->dictionary, a->dictionary, &every, alloc, &copy,
+                                 depth + 1, error));
+    a->dictionary->release(a->dictionary);
+    sl_array_move(&copy, a->dictionary);
+  }
+  return unshare_dictionaries(schema->dictionary, a->dictionary, alloc, depth + 1, error);
+}
+
+int sl_array_copy(const struct ArrowSchema* schema, const struct ArrowArray* in, int64_t row,
+                  int64_t n_rows, const struct sluice_allocator* alloc, struct ArrowArray* out,
+                  struct sluice_error* error) {
+  memset(out, 0, sizeof *out);
+  if (row < 0 || n_rows < 0 || row > in->length || n_rows > in->length - row) {
+    return sl_error_set(error, EINVAL, "copying rows %lld..%lld of an array of %lld rows",
+                        (long long)row, (long long)(row + n_rows), (long long)in->length);
+  }
+  int64_t range[2] = {row, n_rows};
+  struct filter_sel sel = {NULL, 0, range, n_rows > 0 ? 1 : 0, 0, n_rows};
+  SL_RETURN_NOT_OK(filter_node(schema, in, &sel, alloc, out, 0, error));
+  int rc = unshare_dictionaries(schema, out, alloc, 0, error);
+  if (rc != 0) out->release(out);
+  return rc;
+}

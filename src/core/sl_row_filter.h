@@ -173,4 +173,12 @@ int sl_array_filter(const struct ArrowSchema* schema, const struct ArrowArray* i
                     const struct sluice_allocator* alloc, struct ArrowArray* out,
                     struct sluice_error* error);
 
+/// Rows [row, row + n_rows) of `in` (of type `schema`) as a new array whose
+/// buffers are all its own, dictionaries included: nothing of `in` is read
+/// after it returns (a writer keeping rows of a batch whose producer may
+/// refill its memory once it asks for the next one).
+int sl_array_copy(const struct ArrowSchema* schema, const struct ArrowArray* in, int64_t row,
+                  int64_t n_rows, const struct sluice_allocator* alloc, struct ArrowArray* out,
+                  struct sluice_error* error);
+
 #endif

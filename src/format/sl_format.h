@@ -246,6 +246,10 @@ struct sl_write_args {
 
 struct sl_sink;
 
+/// sl_format_writer.push's flags.
+#define SL_PUSH_END_ROW_GROUP 1
+#define SL_PUSH_OWNED 2  ///< the batch's memory is not changed until it is released
+
 struct sl_format_writer {
   const char* name;
   const char* const* extensions;
@@ -263,21 +267,23 @@ struct sl_format_writer {
   /// as they come instead of pulling a stream: a partitioned write keeps a
   /// file per partition open and hands each its rows when they are spilled.
   /// open: a writer of `schema` (copied) into `sink`. push: writes `batch`
-  /// (taken, also on error; NULL = none) and, with end_row_group, ends the
-  /// row group (block, batch) there so that nothing stays buffered and no
-  /// thread or codec context is held until the next push. finish: the rest
+  /// (taken, also on error; NULL = none) and, with SL_PUSH_END_ROW_GROUP in
+  /// `flags`, ends the row group (block, batch) there so that nothing stays
+  /// buffered and no thread or codec context is held until the next push.
+  /// A writer reads no buffer of `batch` after push returns (its producer
+  /// may refill them): what it keeps it copies, unless SL_PUSH_OWNED says
+  /// the memory stays as it is until the batch is released. finish: the rest
   /// and the footer. close: frees the writer (after finish, or after an
   /// error). Such writers' `write` is sl_format_write_pushed.
   int (*open)(const struct ArrowSchema* schema, struct sl_sink* sink,
               const struct sl_write_args* args, void** state, struct sluice_error* error);
-  int (*push)(void* state, struct ArrowArray* batch, int end_row_group,
-              struct sluice_error* error);
+  int (*push)(void* state, struct ArrowArray* batch, int flags, struct sluice_error* error);
   int (*finish)(void* state, struct sluice_error* error);
   void (*close)(void* state);
 };
 
 /// `writer->write` for writers with the push interface: opens a writer of
-/// the stream's schema, pushes every batch (end_row_group 0), finishes and
+/// the stream's schema, pushes every batch (flags 0), finishes and
 /// closes it (src/format/sl_format_push.c).
 int sl_format_write_pushed(const struct sl_format_writer* writer,
                            struct ArrowArrayStream* stream, struct sl_sink* sink,

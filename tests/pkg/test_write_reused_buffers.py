@@ -147,3 +147,21 @@ def test_writer_loop_dictionary_column(tmp_path):
             w.write(pa.record_batch([col], names=["d"]))
     got = ipc.open_file(path).read_all().column("d").to_pylist()
     assert got[::N] == ["a0", "b1", "c2"]
+
+
+@pytest.mark.parametrize("ext", ["parquet", "csv"])
+def test_writer_loop_one_partition_per_batch(tmp_path, ext):
+    # A batch of one partition is kept uncopied until the next one is asked for.
+    out = tmp_path / "one"
+    buf = np.zeros(N, dtype=np.int64)
+    key = np.zeros(N, dtype=np.int64)
+    with sluice.Writer(out, format=ext, partition_by=["k"]) as w:
+        for i in range(3):
+            buf[:] = i
+            w.write(pa.record_batch([pa.array(key), pa.array(buf)], names=["k", "x"]))
+    files = sorted(out.rglob(f"*.{ext}"))
+    if ext == "parquet":
+        got = sorted(v for f in files for v in pq.read_table(f).column("x").to_pylist())
+    else:
+        got = sorted(v for f in files for v in pacsv.read_csv(f).column("x").to_pylist())
+    assert got[::N] == [0, 1, 2] and got[N - 1::N] == [0, 1, 2]

@@ -1796,9 +1796,9 @@ static int ensure_header(struct avro_writer* w, const struct ArrowArray* first,
   return rc;
 }
 
-/// Encodes `batch` (taken) into blocks; with end_row_group the last block
+/// Encodes `batch` (taken) into blocks; with SL_PUSH_END_ROW_GROUP the last block
 /// ends there and the compressing workers stop.
-static int avro_push(void* state, struct ArrowArray* batch, int end_row_group,
+static int avro_push(void* state, struct ArrowArray* batch, int flags,
                      struct sluice_error* error) {
   struct avro_writer* w = state;
   struct aw_ctx* ctx = &w->ctx;
@@ -1834,6 +1834,7 @@ static int avro_push(void* state, struct ArrowArray* batch, int end_row_group,
     }
     batch->release(batch);
   }
+  int end_row_group = flags & SL_PUSH_END_ROW_GROUP;
   if (rc == 0 && end_row_group) {
     rc = flush_block(ctx, w->pipe_on ? &w->pipe : NULL, w->in_block, w->sink, error);
     w->in_block = 0;

@@ -831,9 +831,9 @@ static int cql_open(const struct ArrowSchema* schema, struct sl_sink* sink,
 
 /// Sends `batch`'s rows (taken), gathered into CQL batches; a row group
 /// means nothing to a table.
-static int cql_push(void* state, struct ArrowArray* batch, int end_row_group,
+static int cql_push(void* state, struct ArrowArray* batch, int flags,
                     struct sluice_error* error) {
-  (void)end_row_group;
+  (void)flags;
   struct cql_write* w = state;
   if (batch == NULL || batch->release == NULL) return 0;
   int rc = batch->n_children == w->columns.n_children

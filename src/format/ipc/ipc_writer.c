@@ -333,10 +333,10 @@ static int ipc_open(const struct ArrowSchema* schema, struct sl_sink* sink,
 
 /// Writes `batch` (taken) as a record batch message, after the dictionaries
 /// it needs. Every message goes out whole: nothing stays buffered, so
-/// end_row_group has nothing to do.
-static int ipc_push(void* state, struct ArrowArray* batch, int end_row_group,
+/// SL_PUSH_END_ROW_GROUP has nothing to do.
+static int ipc_push(void* state, struct ArrowArray* batch, int flags,
                     struct sluice_error* error) {
-  (void)end_row_group;
+  (void)flags;
   struct ipc_writer* w = state;
   if (batch == NULL || batch->release == NULL) return 0;
   const char* metadata = NULL;

@@ -1,7 +1,9 @@
 // The Parquet writer: Arrow record batches -> "PAR1", row groups of column
 // chunks, footer (FileMetaData), footer length, "PAR1".
 //
-// Batches are held (not copied) until a row group's worth of rows arrived.
+// Batches are held until a row group's worth of rows arrived: the rows of
+// a batch that the unfinished row group keeps are copied before the next
+// batch is asked for (its producer may reuse the memory then).
 // Many tiny batches, or batches that each bring a dictionary of their own
 // (a delta stream's: the whole dictionary so far), are folded into owned
 // levels and values as they come instead (fold_held), so that what is held
@@ -38,6 +40,7 @@
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_error.h"
+#include "core/sl_row_filter.h"
 #include "core/sl_value_text.h"
 #include "format/ipc/ipc_fbs.h"
 #include "format/ipc/ipc_writer.h"
@@ -400,7 +403,8 @@ static int flush_row_group(struct pq_writer* w, struct sluice_error* error) {
 }
 
 /// Adds a batch: slices of it go to row groups, flushed when full.
-static int add_batch(struct pq_writer* w, struct ArrowArray* batch, struct sluice_error* error) {
+static int add_batch(struct pq_writer* w, struct ArrowArray* batch, int copy,
+                     struct sluice_error* error) {
   if (batch->n_children != w->schema.n_children) {
     int rc = sl_error_set(error, EINVAL, "parquet writer: batch has %lld columns, schema %lld",
                           (long long)batch->n_children, (long long)w->schema.n_children);
@@ -439,7 +443,19 @@ static int add_batch(struct pq_writer* w, struct ArrowArray* batch, struct sluic
     off += take;
     if (w->pending_rows >= w->opt.row_group_size) rc = flush_row_group(w, error);
   }
-  // Still held by the row group being filled: counted, maybe folded.
+  // Still held by the row group being filled: its rows are copied (the
+  // producer may refill the batch's memory once we ask for the next one,
+  // as a loop refilling one numpy buffer does), then counted, maybe folded.
+  if (rc == 0 && copy && w->n_slices > 0 && w->slices[w->n_slices - 1].batch == &hb->array) {
+    struct pqw_slice* tail = &w->slices[w->n_slices - 1];
+    struct ArrowArray copy;
+    rc = sl_array_copy(&w->schema, &hb->array, tail->row, tail->n_rows, w->alloc, &copy, error);
+    if (rc == 0) {
+      hb->array.release(&hb->array);
+      sl_array_move(&copy, &hb->array);
+      tail->row = 0;
+    }
+  }
   if (rc == 0 && w->n_slices > 0 && w->slices[w->n_slices - 1].batch == &hb->array) {
     w->held_batches++;
     for (int64_t i = 0; i < w->ps.n_leaves; ++i)
@@ -728,15 +744,18 @@ static int trim_buffers(struct pq_writer* w, struct sluice_error* error) {
   return 0;
 }
 
-static int parquet_push(void* state, struct ArrowArray* batch, int end_row_group,
+static int parquet_push(void* state, struct ArrowArray* batch, int flags,
                         struct sluice_error* error) {
   struct pq_writer* w = state;
   int rc = 0;
+  // Rows kept for the row group are copied unless it ends here or the
+  // batch's memory stays as it is.
+  int copy = !(flags & (SL_PUSH_END_ROW_GROUP | SL_PUSH_OWNED));
   if (batch != NULL && batch->release != NULL) {
     if (batch->length == 0) batch->release(batch);
-    else rc = add_batch(w, batch, error);  // takes it
+    else rc = add_batch(w, batch, copy, error);  // takes it
   }
-  if (rc == 0 && end_row_group && w->pending_rows > 0) {
+  if (rc == 0 && (flags & SL_PUSH_END_ROW_GROUP) && w->pending_rows > 0) {
     rc = flush_row_group(w, error);
     if (rc == 0) rc = trim_buffers(w, error);
   }

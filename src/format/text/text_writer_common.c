@@ -75,7 +75,7 @@ static int stop_pool(struct text_writer* w, int rc, struct sluice_error* error) 
   return rc;
 }
 
-int sl_text_writer_push(void* state, struct ArrowArray* batch, int end_row_group,
+int sl_text_writer_push(void* state, struct ArrowArray* batch, int flags,
                         struct sluice_error* error) {
   struct text_writer* w = state;
   int rc = 0;
@@ -92,7 +92,7 @@ int sl_text_writer_push(void* state, struct ArrowArray* batch, int end_row_group
     if (rc == 0 && w->format->written != NULL) w->format->written(w->ctx, batch->length);
     batch->release(batch);
   }
-  return end_row_group || rc != 0 ? stop_pool(w, rc, error) : 0;
+  return (flags & SL_PUSH_END_ROW_GROUP) || rc != 0 ? stop_pool(w, rc, error) : 0;
 }
 
 int sl_text_writer_finish(void* state, struct sluice_error* error) {

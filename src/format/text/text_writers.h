@@ -40,11 +40,11 @@ struct sl_text_format {
 
 /// The push interface of sl_format_writer for a text format. The spelling
 /// threads start with the first batch after open or after an ended row
-/// group, and stop (their text in the sink) at end_row_group and finish.
+/// group, and stop (their text in the sink) at SL_PUSH_END_ROW_GROUP and finish.
 int sl_text_writer_open(const struct sl_text_format* format, const struct ArrowSchema* schema,
                         struct sl_sink* sink, const struct sl_write_args* args, void** state,
                         struct sluice_error* error);
-int sl_text_writer_push(void* state, struct ArrowArray* batch, int end_row_group,
+int sl_text_writer_push(void* state, struct ArrowArray* batch, int flags,
                         struct sluice_error* error);
 int sl_text_writer_finish(void* state, struct sluice_error* error);
 void sl_text_writer_close(void* state);
