@@ -431,6 +431,80 @@ static void test_cancel_is_polled_within_a_big_batch(void** state) {
   unlink(csv);
 }
 
+/// A foreign batch of one int64 column "x" over `values` (not copied); its
+/// release only counts.
+struct foreign {
+  struct ArrowArray column, *children[1];
+  const void* buffers[2];
+  const void* top_buffers[1];
+  int released;
+};
+
+static void foreign_child_release(struct ArrowArray* a) { a->release = NULL; }
+
+static void foreign_release(struct ArrowArray* a) {
+  struct foreign* f = a->private_data;
+  f->released++;
+  a->release = NULL;
+}
+
+static void foreign_batch(struct foreign* f, const int64_t* values, int64_t n,
+                          struct ArrowArray* out) {
+  f->buffers[0] = NULL;
+  f->buffers[1] = values;
+  f->top_buffers[0] = NULL;
+  f->column = (struct ArrowArray){.length = n, .n_buffers = 2, .buffers = f->buffers,
+                                  .release = foreign_child_release};
+  f->children[0] = &f->column;
+  *out = (struct ArrowArray){.length = n, .n_buffers = 1, .n_children = 1,
+                             .buffers = f->top_buffers, .children = f->children,
+                             .release = foreign_release, .private_data = f};
+}
+
+/// A producer refilling one buffer once sluice_writer_write returned (as
+/// pyarrow's writers allow) writes what one with a buffer per batch writes:
+/// the writer consumed each batch before returning, the Parquet writer
+/// copied the rows its unfinished row group keeps.
+static void test_batch_memory_reusable_after_write(void** state) {
+  (void)state;
+  struct ArrowSchema schema;
+  struct sluice_error error = {0, {0}};
+  assert_int_equal(sl_schema_init(&schema, NULL, "+s", "", 0, 1, &error), 0);
+  assert_int_equal(sl_schema_init(schema.children[0], NULL, "l", "x", 0, 0, &error), 0);
+  enum { N = 5000, BATCHES = 4 };
+  static int64_t reused[N], fresh[BATCHES][N];
+  const char* names[] = {"reuse.parquet", "reuse.arrow", "reuse.csv", "reuse.arrows"};
+  for (int e = 0; e < 4; e++) {
+    char path[2][512];
+    for (int k = 0; k < 2; k++) {
+      char name[64];
+      snprintf(name, sizeof name, "%d_%s", k, names[e]);
+      test_temp_path(name, path[k], sizeof path[k]);
+      struct sluice_write_options o;
+      sluice_write_options_init(&o);
+      o.no_fsync = 1;
+      if (e == 0) o.format_options = "row_group_size=1000000";  // rows kept across batches
+      struct sluice_writer* w = NULL;
+      assert_int_equal(sluice_writer_open(path[k], &schema, &o, &w, &error), 0);
+      struct foreign f[BATCHES];
+      memset(f, 0, sizeof f);
+      for (int b = 0; b < BATCHES; b++) {
+        int64_t* values = k == 0 ? reused : fresh[b];
+        for (int i = 0; i < N; i++) values[i] = (int64_t)b * 1000000 + i;
+        struct ArrowArray batch;
+        foreign_batch(&f[b], values, N, &batch);
+        assert_int_equal(sluice_writer_write(w, &batch, &error), 0);
+      }
+      assert_int_equal(sluice_writer_close(w, &error), 0);
+      for (int b = 0; b < BATCHES; b++) assert_int_equal(f[b].released, 1);
+    }
+    test_assert_same_files(path[0], path[1]);
+    unlink(path[0]);
+    unlink(path[1]);
+  }
+  schema.release(&schema);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pushed_equals_pulled),
@@ -441,6 +515,7 @@ int main(void) {
       cmocka_unit_test(test_bad_write_options_refused),
       cmocka_unit_test(test_empty_compression_is_the_default),
       cmocka_unit_test(test_part_size_over_s3s_limit_refused),
+      cmocka_unit_test(test_batch_memory_reusable_after_write),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
