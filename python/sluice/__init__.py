@@ -1957,7 +1957,8 @@ class Writer:
             raise
 
     def write(self, data):
-        """Hands every row of `data` to the writer."""
+        """Hands every row of `data` to the writer; returns once they are consumed (the
+        memory of `data` may then be refilled for the next write, as with pyarrow's writers)."""
         try:
             self._writer.write(_stream_capsule(data, self._index, "Writer.write"))
         except SourceError as e:
