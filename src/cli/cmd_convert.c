@@ -18,8 +18,14 @@ int cli_cmd_convert(const struct cli_options* options) {
   }
   if (options->to == NULL && sl_format_writer_for_path(destination) == NULL) {
     char shown[4096];
-    cli_error("convert: cannot tell the format of '%s' from its extension; use -t",
-              sl_escaped(destination, strlen(destination), '\'', shown, sizeof shown));
+    sl_escaped(destination, strlen(destination), '\'', shown, sizeof shown);
+    const struct sl_format_reader* read_only = sl_format_reader_detect(destination, NULL, 0);
+    if (read_only != NULL) {  // (x.ldr: a format sluice reads only)
+      cli_error("convert: '%s' names a %s file, a format sluice reads but does not write "
+                "(it writes arrow, arrows, csv, jsonl, avro, parquet)", shown, read_only->name);
+    } else {
+      cli_error("convert: cannot tell the format of '%s' from its extension; use -t", shown);
+    }
     return CLI_USAGE;
   }
   struct sluice_dataset* dataset = NULL;

@@ -1626,3 +1626,17 @@ def test_feather_and_ipc_name_the_arrow_file_format(sluice_bin, tmp_path, alias)
     out = tmp_path / "out.bin"
     ok(sluice_bin, "convert", src, out, "-t", alias)
     assert ipc.open_file(out).read_all().column("a").to_pylist() == [1, 2]
+
+
+def test_writing_a_read_only_format_says_so(sluice_bin, tmp_path):
+    """lenprefix is read only: `convert x out.ldr` and `-t lenprefix` say so
+    (they said the extension tells no format / unknown output format)."""
+    src = tmp_path / "t.arrow"
+    with ipc.new_file(src, pa.schema([("a", pa.int64())])) as w:
+        w.write_table(pa.table({"a": [1]}))
+    for args in (["convert", src, tmp_path / "out.ldr"],
+                 ["convert", src, tmp_path / "out.bin", "-t", "lenprefix"]):
+        proc = run(sluice_bin, *args)
+        assert proc.returncode == 2, proc.stderr
+        assert b"a format sluice reads but does not write" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out.ldr").exists() and not (tmp_path / "out.bin").exists()
