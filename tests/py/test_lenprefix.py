@@ -390,6 +390,15 @@ def test_compression_option_names_a_piped_stream_s_compression(sluice, tmp_path,
                        stdin=stdin, check=True)
     got = [v.as_py() for v in ipc.open_stream(out.read_bytes()).read_all().column("message")]
     assert got == msgs
+    # Without the option its framing fails: the error says what the input
+    # starts as, and the option that reads it (it said only "truncated").
+    with open(packed, "rb") as stdin:
+        proc = subprocess.run([str(sluice.binary), "cat", "-f", "lenprefix", "-O",
+                               "length_prefix=u32le", "-", "-t", "csv"], stdin=stdin,
+                              capture_output=True, timeout=60)
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and f"(the input starts as {name} data does: " \
+        f"compression={name} reads it inflated" in err, err
     plain = tmp_path / "plain.ldr.gz"
     plain.write_bytes(encode("u32le", msgs))
     err = sluice.expect_error("cat", "-f", "lenprefix", "-O",

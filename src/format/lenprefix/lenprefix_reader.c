@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/sl_alloc.h"
@@ -50,6 +51,9 @@ static const struct lp_kind_name k_kinds[] = {
 struct lp_reader {
   struct sl_source* source;    ///< the object, or `inflated`
   struct sl_source* inflated;  ///< a compressed object's inflated bytes (owned), or NULL
+  /// Read as it is, but its first bytes are those of this compression
+  /// (a .gz piped in, or named without its suffix): errors in its framing say so.
+  const char* looks_compressed;
   const struct sluice_allocator* alloc;
   struct lp_kind_name prefix;
   int64_t batch_rows;
@@ -241,6 +245,17 @@ static int lp_read_prefix(struct lp_reader* r, uint64_t* length, int* end,
   return 0;
 }
 
+/// rc, with a hint added to `error` when the input looked compressed.
+static int framing_error(const struct lp_reader* r, int rc, struct sluice_error* error) {
+  if (r->looks_compressed != NULL) {
+    size_t used = strlen(error->message);
+    snprintf(error->message + used, sizeof error->message - used, " (the input starts as %s "
+             "data does: compression=%s reads it inflated, compression=none as it is)",
+             r->looks_compressed, r->looks_compressed);
+  }
+  return rc;
+}
+
 /// Appends the next message to the batch. *end = 1 at a clean end of stream;
 /// *full = 1 when the message does not fit beside the batch's (it is then
 /// r->pending, for the next batch).
@@ -258,17 +273,17 @@ static int lp_read_message(struct lp_reader* r, int* end, int* full, struct slui
   }
   int64_t size = r->source->size;
   if (size >= 0 && length > (uint64_t)(size - r->pos)) {
-    return sl_error_set(error, EILSEQ,
+    return framing_error(r, sl_error_set(error, EILSEQ,
                         "%s: offset %" PRId64 ": truncated message (length %" PRIu64
                         ", only %" PRId64 " bytes left)",
-                        r->source->name, at, length, size - r->pos);
+                        r->source->name, at, length, size - r->pos), error);
   }
   if (length > (uint64_t)r->max_row_bytes) {
-    return sl_error_set(error, ERANGE,
+    return framing_error(r, sl_error_set(error, ERANGE,
                         "%s: message %" PRId64 " (offset %" PRId64 "): %" PRIu64 " bytes, longer "
                         "than %" PRId64 " (the lenprefix option max_row_bytes, by default the "
                         "memory budget and at least 256 MiB: raise it to read longer messages)",
-                        r->source->name, r->messages + 1, at, length, r->max_row_bytes);
+                        r->source->name, r->messages + 1, at, length, r->max_row_bytes), error);
   }
   if (length > (uint64_t)LP_MAX_MESSAGE) {
     return sl_error_set(error, EFBIG,
@@ -302,10 +317,10 @@ static int lp_read_message(struct lp_reader* r, int* end, int* full, struct slui
     column->extra.size += got;
     left -= got;
     if (got < piece) {
-      return sl_error_set(error, EILSEQ,
+      return framing_error(r, sl_error_set(error, EILSEQ,
                           "%s: offset %" PRId64 ": truncated message (length %" PRIu64
                           ", only %" PRId64 " bytes left)",
-                          r->source->name, at, length, (int64_t)length - left);
+                          r->source->name, at, length, (int64_t)length - left), error);
     }
   }
   // The bytes are in place: record the row's end offset.
@@ -444,9 +459,19 @@ static int lp_inflate_if_named(struct lp_reader* r, struct sluice_error* error) 
     r->source = r->inflated;
     return 0;
   }
-  if (name == NULL || sl_compression_suffix_length(name) == 0) return 0;
+  if (name == NULL || sl_compression_suffix_length(name) == 0) {
+    enum sl_compression kind = SL_COMPRESS_NONE;
+    const char* unread = NULL;
+    if (r->compression < 0 && sl_source_compression(r->source, &kind, &unread, error) == 0 &&
+        kind != SL_COMPRESS_NONE) {
+      r->looks_compressed = sl_compression_name(kind);
+    }
+    sl_error_clear(error);  // (a hint only: the peek's failure is the read's to report)
+    return 0;
+  }
   return sl_source_inflate_if_compressed(&r->source, &r->inflated, name, 0, error);
 }
+
 
 static int lp_open(const struct sl_reader_args* args, void** reader, struct sluice_error* error) {
   *reader = NULL;
