@@ -1073,18 +1073,31 @@ static int check_destination(struct partitioned_write* w, struct sluice_error* e
       return sl_error_set(error, errno, "%s: cannot read the directory: %s", w->shown,
                           strerror(errno));
     }
-    int empty = 1;
-    for (struct dirent* e = readdir(dir); e != NULL && empty; e = readdir(dir)) {
-      empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+    int empty = 1, staging_only = 1;
+    char staging[64] = "";
+    for (struct dirent* e = readdir(dir); e != NULL; e = readdir(dir)) {
+      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+      empty = 0;
+      if (strncmp(e->d_name, ".sluice-", 8) == 0 && strlen(e->d_name) < sizeof staging) {
+        snprintf(staging, sizeof staging, "%s", e->d_name);
+      } else {
+        staging_only = 0;
+        break;
+      }
     }
     closedir(dir);
     if (empty) return 0;
+    // (a write killed before it committed leaves its staging directory;
+    // another write may be filling it right now, so it is not removed here)
     return sl_error_set(error, EEXIST,
-                        "%s: the directory is not empty; a dataset (--partition-by, "
+                        "%s: the directory is not empty%s%s%s; a dataset (--partition-by, "
                         "--max-rows-per-file) goes to a new or empty one unless "
                         "--existing-data (Python existing_data_behavior=) says what to do "
                         "with what is there (overwrite_or_ignore, delete_matching, append)",
-                        w->shown);
+                        w->shown, staging_only ? " (it holds only " : "",
+                        staging_only ? staging : "",
+                        staging_only ? ", the staging directory of a write that did not finish: "
+                                       "remove it if no write is running)" : "");
   }
   // The prefix is a name, not a glob: its glob characters are escaped, or
   // `r[3]/` would list what the pattern matches (not the keys under it)

@@ -646,3 +646,21 @@ def test_a_partition_file_that_fails_at_its_end_is_named(sluice, tmp_path):
     assert not out.exists() or not any(out.iterdir())
     sluice.run("convert", src, out, "-t", "csv", "--partition-by", "c", "-W", "null=NA")
     assert sorted(p.name for p in out.iterdir()) == ["c=__HIVE_DEFAULT_PARTITION__", "c=x"]
+
+
+def test_a_left_staging_directory_is_named_when_it_is_all_there_is(sluice, tmp_path):
+    """A write killed before its commit leaves `.sluice-XXXXXX`; the next
+    write into the directory says that is all it holds (it said only "not
+    empty", the directory looking empty to ls). It is not removed: another
+    write may be filling it."""
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"c": ["x", "y"], "v": [1, 2]}), src)
+    out = tmp_path / "out"
+    (out / ".sluice-abc123" / "c=x").mkdir(parents=True)
+    err = sluice.expect_error("convert", src, out, "-t", "parquet", "--partition-by", "c").stderr
+    assert b"it holds only .sluice-abc123, the staging directory of a write that did not " \
+        b"finish" in err, err
+    assert (out / ".sluice-abc123").is_dir()
+    (out / "c=z").mkdir()
+    err = sluice.expect_error("convert", src, out, "-t", "parquet", "--partition-by", "c").stderr
+    assert b"the directory is not empty;" in err and b"staging" not in err, err
