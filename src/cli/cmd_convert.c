@@ -20,7 +20,7 @@ int cli_cmd_convert(const struct cli_options* options) {
     char shown[4096];
     sl_escaped(destination, strlen(destination), '\'', shown, sizeof shown);
     const struct sl_format_reader* read_only = sl_format_reader_detect(destination, NULL, 0);
-    if (read_only != NULL) {  // (x.ldr: a format sluice reads only)
+    if (read_only != NULL && sl_format_writer_find(read_only->name) == NULL) {  // (x.ldr)
       cli_error("convert: '%s' names a %s file, a format sluice reads but does not write "
                 "(it writes arrow, arrows, csv, jsonl, avro, parquet)", shown, read_only->name);
     } else {
