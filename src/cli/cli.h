@@ -139,6 +139,8 @@ void cli_report_skipped(struct sluice_dataset* dataset, const struct cli_options
 /// Whether `name` is among the formats sluice writes (or reads).
 int cli_writer_known(const char* name);
 int cli_reader_known(const char* name);
+/// The formats sluice writes, ", "-separated, into out (cap bytes): out.
+const char* cli_writer_list(char* out, size_t cap);
 
 /// A stream over a dataset's scan that draws a progress bar on stderr (when
 /// it is a terminal, the work lasts over a second and --quiet is off). The

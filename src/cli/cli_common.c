@@ -11,6 +11,7 @@
 #include "core/sl_array.h"
 #include "core/sl_type.h"
 #include "core/sl_value_text.h"
+#include "format/sl_format.h"
 
 void cli_error(const char* fmt, ...) {
   char message[2048];
@@ -100,23 +101,19 @@ int cli_open(const struct cli_options* options, int n_sources, struct sluice_dat
   return CLI_OK;
 }
 
-static int name_in(const char* const* names, const char* name) {
-  for (; names != NULL && *names != NULL; ++names) {
-    if (strcmp(*names, name) == 0) return 1;
+// (The registry's lookups: they take its other names, `feather` and `ipc`, too.)
+int cli_writer_known(const char* name) { return sl_format_writer_find(name) != NULL; }
+int cli_reader_known(const char* name) { return sl_format_reader_find(name) != NULL; }
+
+const char* cli_writer_list(char* out, size_t cap) {
+  size_t used = 0;
+  out[0] = '\0';
+  for (const char* const* n = sluice_writer_formats(); n != NULL && *n != NULL; ++n) {
+    int k = snprintf(out + used, cap - used, "%s%s", used > 0 ? ", " : "", *n);
+    if (k < 0 || (size_t)k >= cap - used) break;
+    used += (size_t)k;
   }
-  return 0;
-}
-
-/// `feather` and `ipc`: the Arrow IPC file format, as pyarrow and polars name it.
-static int ipc_alias(const char* name) {
-  return strcmp(name, "feather") == 0 || strcmp(name, "ipc") == 0;
-}
-
-int cli_writer_known(const char* name) {
-  return name_in(sluice_writer_formats(), name) || ipc_alias(name);
-}
-int cli_reader_known(const char* name) {
-  return name_in(sluice_reader_formats(), name) || ipc_alias(name);
+  return out;
 }
 
 /* ---- Progress -------------------------------------------------------------- */

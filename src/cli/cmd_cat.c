@@ -127,14 +127,18 @@ int cli_write_stream(struct ArrowArrayStream* stream, const char* location,
 static int binary_to_terminal(const struct cli_options* options) {
   if (options->to == NULL || (options->output != NULL && strcmp(options->output, "-") != 0))
     return 0;
-  const char* text[] = {"csv", "tsv", "jsonl", "json", "ndjson", "table", NULL};
-  for (int i = 0; text[i] != NULL; ++i) {
-    if (strcmp(options->to, text[i]) == 0) return 0;
-  }
-  return isatty(STDOUT_FILENO);
+  const int text = strcmp(options->to, "table") == 0 || strcmp(options->to, "csv") == 0 ||
+                   strcmp(options->to, "jsonl") == 0;
+  return !text && isatty(STDOUT_FILENO);
 }
 
 int cli_cmd_cat(const struct cli_options* options) {
+  // Usage problems are found before reading anything.
+  if (binary_to_terminal(options)) {  // (as gzip and zstd refuse: the bytes would garble it)
+    cli_error("-t %s writes binary data, not to a terminal: give -o FILE or redirect the output "
+              "(`> out`, `| consumer`), or -t csv / jsonl / table to read it here", options->to);
+    return CLI_USAGE;
+  }
   struct sluice_dataset* dataset = NULL;
   struct ArrowArrayStream stream;
   int status = cli_open_stream(options, options->n_positional, &dataset, &stream);
@@ -158,11 +162,6 @@ int cli_cmd_cat(const struct cli_options* options) {
     sl_location_shown(options->output, shown, sizeof shown);
     cli_error("%s: no output format has this extension (give -t FORMAT, or -t table for the "
               "text table)", shown);
-    status = CLI_USAGE;
-  } else if (binary_to_terminal(options)) {
-    // As gzip and zstd refuse to: the bytes would garble the terminal.
-    cli_error("-t %s writes binary data, not to a terminal: give -o FILE or redirect the output "
-              "(`> out`, `| consumer`), or -t csv / jsonl / table to read it here", options->to);
     status = CLI_USAGE;
   } else {
     const char* to = options->output != NULL ? options->output : "-";

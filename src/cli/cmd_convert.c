@@ -21,8 +21,9 @@ int cli_cmd_convert(const struct cli_options* options) {
     sl_escaped(destination, strlen(destination), '\'', shown, sizeof shown);
     const struct sl_format_reader* read_only = sl_format_reader_detect(destination, NULL, 0);
     if (read_only != NULL && sl_format_writer_find(read_only->name) == NULL) {  // (x.ldr)
+      char written[256];
       cli_error("convert: '%s' names a %s file, a format sluice reads but does not write "
-                "(it writes arrow, arrows, csv, jsonl, avro, parquet)", shown, read_only->name);
+                "(it writes %s)", shown, read_only->name, cli_writer_list(written, sizeof written));
     } else {
       cli_error("convert: cannot tell the format of '%s' from its extension; use -t", shown);
     }

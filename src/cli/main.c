@@ -663,12 +663,13 @@ static int parse_args(int argc, char** argv, struct cli_options* options,
   }
   if (options->to != NULL && strcmp(options->to, "table") != 0 &&
       !cli_writer_known(options->to)) {
-    return usage_error(options->command,
-                       cli_reader_known(options->to)
-                           ? "'%s' is a format sluice reads but does not write (it writes arrow, "
-                             "arrows, csv, jsonl, avro, parquet)"
-                           : "unknown output format '%s'",
-                       options->to);
+    if (!cli_reader_known(options->to)) {
+      return usage_error(options->command, "unknown output format '%s'", options->to);
+    }
+    char written[256], message[512];
+    snprintf(message, sizeof message, "'%s' is a format sluice reads but does not write (it "
+             "writes %s)", options->to, cli_writer_list(written, sizeof written));
+    return usage_error(options->command, "%s", message);
   }
   // --compression is checked by the output format's writer: the codecs
   // differ by format (IPC: lz4, zstd; Parquet: snappy, gzip, ...).

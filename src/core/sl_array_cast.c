@@ -8,6 +8,7 @@
 #include "sl_array.h"
 #include "sl_builder.h"
 #include "sl_error.h"
+#include "sl_read.h"
 #include "sl_type.h"
 
 /// Bytes of an integer format's values (0: not an integer format).
@@ -120,7 +121,7 @@ static int scale_times(const struct ArrowArray* a, int steps, const char* to, in
   const uint8_t* valid = a->null_count != 0 ? a->buffers[0] : NULL;
   for (int64_t i = 0; i < a->offset + a->length; ++i) {
     if (!__builtin_mul_overflow(in[i], factor, &out[i])) continue;
-    if (i < a->offset || (valid != NULL && !((valid[i >> 3] >> (i & 7)) & 1))) {
+    if (i < a->offset || (valid != NULL && !sl_bit_get(valid, i))) {
       out[i] = 0;  // (a null's or a sliced-off slot's bytes: any value)
       continue;
     }

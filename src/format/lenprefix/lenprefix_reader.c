@@ -472,7 +472,6 @@ static int lp_inflate_if_named(struct lp_reader* r, struct sluice_error* error) 
   return sl_source_inflate_if_compressed(&r->source, &r->inflated, name, 0, error);
 }
 
-
 static int lp_open(const struct sl_reader_args* args, void** reader, struct sluice_error* error) {
   *reader = NULL;
   struct lp_reader* r = sl_calloc(args->alloc, 1, sizeof *r);

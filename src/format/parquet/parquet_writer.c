@@ -446,17 +446,18 @@ static int add_batch(struct pq_writer* w, struct ArrowArray* batch, int copy,
   // Still held by the row group being filled: its rows are copied (the
   // producer may refill the batch's memory once we ask for the next one,
   // as a loop refilling one numpy buffer does), then counted, maybe folded.
-  if (rc == 0 && copy && w->n_slices > 0 && w->slices[w->n_slices - 1].batch == &hb->array) {
+  const int held = rc == 0 && w->n_slices > 0 && w->slices[w->n_slices - 1].batch == &hb->array;
+  if (held && copy) {
     struct pqw_slice* tail = &w->slices[w->n_slices - 1];
-    struct ArrowArray copy;
-    rc = sl_array_copy(&w->schema, &hb->array, tail->row, tail->n_rows, w->alloc, &copy, error);
+    struct ArrowArray owned;
+    rc = sl_array_copy(&w->schema, &hb->array, tail->row, tail->n_rows, w->alloc, &owned, error);
     if (rc == 0) {
       hb->array.release(&hb->array);
-      sl_array_move(&copy, &hb->array);
+      sl_array_move(&owned, &hb->array);
       tail->row = 0;
     }
   }
-  if (rc == 0 && w->n_slices > 0 && w->slices[w->n_slices - 1].batch == &hb->array) {
+  if (rc == 0 && held) {
     w->held_batches++;
     for (int64_t i = 0; i < w->ps.n_leaves; ++i)
       w->held_dict_bytes += sl_pqw_dict_bytes(&w->ps.leaves[i], &hb->array, &w->last_dict[i]);
@@ -499,10 +500,10 @@ static void widen_dictionary_indices(struct pq_writer* w) {
     for (int64_t r = 0; r < w->n_rgs; ++r) {
       if (w->rgs[r].chunks[i].distinct_bound > most) most = w->rgs[r].chunks[i].distinct_bound;
     }
-    const char* f = leaf->dict_field->format;
-    int64_t room = strcmp(f, "c") == 0 ? 128 : strcmp(f, "C") == 0 ? 256
-                   : strcmp(f, "s") == 0 ? 32768 : strcmp(f, "S") == 0 ? 65536
-                   : strcmp(f, "i") == 0 ? (INT64_C(1) << 31) : INT64_MAX;
+    const enum sl_type_id id = leaf->index_type.id;
+    int64_t room = id == SL_TYPE_INT8 ? 128 : id == SL_TYPE_UINT8 ? 256
+                   : id == SL_TYPE_INT16 ? 32768 : id == SL_TYPE_UINT16 ? 65536
+                   : id == SL_TYPE_INT32 ? (INT64_C(1) << 31) : INT64_MAX;
     if (most <= room) continue;
     set_format_of(&w->schema, leaf->dict_field,
                   most <= 32768 ? "s" : most <= (INT64_C(1) << 31) ? "i" : "l");
