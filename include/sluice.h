@@ -633,9 +633,11 @@ SLUICE_EXPORT int sluice_dataset_stats(struct sluice_dataset* dataset, struct sl
 /// What the data's stored metadata says about the (projected) columns,
 /// without decoding anything: count = the row count (-1 if unknown),
 /// null_count (-1 if unknown), has_min_max with min/max rendered as
-/// sluice_dataset_stats renders them, and min_exact/max_exact. Formats that
-/// store no statistics (CSV, Avro, ...) give count = null_count = -1 and no
-/// bounds. The figures cover the whole data: a row limit is not applied.
+/// sluice_dataset_stats renders them, and min_exact/max_exact. An Arrow IPC
+/// file gives counts (its batches' headers: rows and top-level nulls, left
+/// -1 for dictionary and union columns) and no bounds. Formats that store
+/// no statistics (CSV, Avro, IPC streams, ...) give count = null_count = -1
+/// and no bounds. The figures cover the whole data: a row limit is not applied.
 /// Free the result with sluice_stats_free.
 SLUICE_EXPORT int sluice_dataset_stored_stats(struct sluice_dataset* dataset,
                                               struct sluice_column_stats** out, int64_t* n_out,

@@ -786,3 +786,57 @@ def test_struct_fields_beside_unsupported_fields(sluice, tmp_path, compression):
         for src in srcs.values():
             err = sluice.expect_error("cat", src, "-c", ",".join(names)).stderr.decode()
             assert f"field '{field}': type {name} is not supported" in err, (names, err)
+
+
+def _stats_json(sluice, *args):
+    import json
+    return {c["name"]: c for c in json.loads(sluice.run("stats", *args, "--json").stdout)}
+
+
+def test_stats_metadata_of_an_ipc_file_counts_as_pyarrow(sluice, tmp_path):
+    """An IPC file's batch headers hold each batch's rows and each column's
+    nulls: `stats --metadata` reads them (it said -1 for everything), as
+    pyarrow.dataset's count_rows does, without reading a body. Columns whose
+    header count is not their nulls (dictionary, union) stay unknown."""
+    dict_col = pa.array(["x", None, "y", "x"] * 3).dictionary_encode()
+    union = pa.UnionArray.from_sparse(pa.array([0, 1] * 6, pa.int8()),
+                                      [pa.array([1, None] * 6), pa.array(["a", None] * 6)])
+    t = pa.table({"i": pa.array([1, None, 3] * 4, pa.int64()),
+                  "s": pa.array(["a", "b", None, None] * 3),
+                  "l": pa.array([[1], None, [], [None]] * 3),
+                  "st": pa.array([{"a": 1}, None, {"a": None}] * 4),
+                  "n": pa.nulls(12), "d": dict_col, "u": union})
+    path = tmp_path / "t.arrow"
+    with ipc.new_file(path, t.schema) as w:
+        batches = t.to_batches(max_chunksize=5)  # 5, 5, 2 rows
+        for batch in batches + [batches[0].slice(0, 0)]:  # and an empty one
+            w.write_batch(batch)
+    assert pads.dataset(path, format="arrow").count_rows() == 12
+    got = _stats_json(sluice, path, "--metadata")
+    for name in ("i", "s", "l", "st", "n"):
+        assert (got[name]["count"], got[name]["nulls"], got[name]["source"]) == \
+            (12, t[name].null_count, "metadata"), got[name]
+    for name in ("d", "u"):
+        assert (got[name]["count"], got[name]["nulls"]) == (12, -1), got[name]
+    # Without --metadata every figure is the scan's (or the metadata's where
+    # it is exact): the same counts.
+    computed = _stats_json(sluice, path)
+    for name in ("i", "s", "l", "st", "n"):
+        assert (computed[name]["count"], computed[name]["nulls"]) == (12, t[name].null_count)
+    assert computed["i"]["min"] == "1" and computed["i"]["max"] == "3"
+
+
+def test_stats_metadata_of_a_lying_batch_header_is_an_error(sluice, tmp_path):
+    """A field node whose length is not its batch's fails, naming the batch."""
+    import struct
+    t = pa.table({"a": [1, None, 3]})
+    path = tmp_path / "t.arrow"
+    with ipc.new_file(path, t.schema) as w:
+        w.write_table(t)
+    data = bytearray(path.read_bytes())
+    batch = _message_spans(bytes(data), 8)[1][0]  # after the schema
+    nodes = _fb_ref(data, _message_header(data, batch), 1)
+    struct.pack_into("<q", data, nodes + 4, 2)  # node 0's length: 2, the batch 3
+    path.write_bytes(bytes(data))
+    err = sluice.expect_error("stats", path, "--metadata").stderr.decode()
+    assert f"{path}: offset {batch}: record batch 0: column 'a' has 2 rows" in err, err

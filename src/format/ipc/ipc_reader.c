@@ -391,6 +391,121 @@ static int file_plan(void* reader, struct sl_split** splits, int64_t* n,
   return 0;
 }
 
+/// The row count and field nodes of batch `i`, from its metadata alone (the
+/// body is not read). `view` holds the bytes `nodes` points into; the caller
+/// releases it.
+static int block_nodes(struct ipc_file* f, int64_t i, struct sl_view* view, int64_t* rows,
+                       struct fb_vec* nodes, struct sluice_error* error) {
+  const struct ipc_block* b = &f->batches[i];
+  struct ipc_where where = {f->source->name, b->offset};
+  struct ipc_message msg;
+  SL_RETURN_NOT_OK(read_block_message(f, b, b->meta_len, view, &msg, error));
+  int rc = 0;
+  if (msg.header_type != IPC_MESSAGE_RECORD_BATCH)
+    rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": record batch block %" PRId64
+                      " holds message type %d", where.name, where.offset, i, msg.header_type);
+  else if (sl_fb_read_i64(&msg.header, IPC_RECORD_BATCH_LENGTH, 0, rows) < 0 ||
+           sl_fb_read_vec(&msg.header, IPC_RECORD_BATCH_NODES, IPC_FIELD_NODE_STRUCT_SIZE,
+                          nodes) < 0)
+    rc = sl_ipc_fb_error(msg.header.buf, &where, "RecordBatch", error);
+  else if (*rows < 0)
+    rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": negative record batch length %" PRId64,
+                      where.name, where.offset, *rows);
+  if (rc != 0) sl_view_release(view);
+  return rc;
+}
+
+/// Row counts of the batches of a mapped file, read from their metadata (a
+/// flatbuffer each, no body touched), so that a gather can place rows before
+/// they are decoded. A remote object would need a request per batch: left
+/// unknown.
+static int file_count_split_rows(void* reader, struct sl_split* splits, int64_t n,
+                                 struct sluice_error* error) {
+  struct ipc_file* f = reader;
+  if (!f->source->mapped) return 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (splits[i].index < 0 || splits[i].index >= f->n_batches) continue;
+    struct sl_view view;
+    struct fb_vec nodes;
+    int64_t rows;
+    SL_RETURN_NOT_OK(block_nodes(f, splits[i].index, &view, &rows, &nodes, error));
+    sl_view_release(&view);
+    splits[i].est_rows = rows;
+  }
+  return 0;
+}
+
+/// Counts an IPC file's metadata holds (pyarrow's count_rows reads the same):
+/// each batch's length and each column's top-level null count, from the
+/// batches' metadata. No bounds: IPC stores none. Null counts are left
+/// unknown where the node's count is not the column's nulls (a union's are
+/// in its children; a dictionary's values may be null too).
+static int file_stored_stats(void* reader, const int64_t* columns, int64_t n_columns,
+                             int64_t* row_count, struct sl_stored_column_stats* stats,
+                             struct ArrowArray* min_max, struct sluice_error* error) {
+  struct ipc_file* f = reader;
+  const struct ipc_field* root = &f->schema.root;
+  int64_t n = columns ? n_columns : root->n_children;
+  *row_count = 0;
+  for (int64_t c = 0; c < n; ++c) {
+    int64_t col = columns ? columns[c] : c;
+    if (col < 0 || col >= root->n_children)
+      return sl_error_set(error, EINVAL, "%s: column index %" PRId64 " out of range",
+                          f->source->name, col);
+    const struct ipc_field* field = &root->children[col];
+    int known = field->dict_id < 0 && field->kind != IPC_KIND_SPARSE_UNION &&
+                field->kind != IPC_KIND_DENSE_UNION && field->kind != IPC_KIND_RUN_END;
+    stats[c] = (struct sl_stored_column_stats){.null_count = known ? 0 : -1};
+  }
+  for (int64_t i = 0; i < f->n_batches; ++i) {
+    struct sl_view view;
+    struct fb_vec nodes;
+    int64_t rows;
+    SL_RETURN_NOT_OK(block_nodes(f, i, &view, &rows, &nodes, error));
+    int rc = 0;
+    for (int64_t c = 0; rc == 0 && c < n; ++c) {
+      const struct ipc_field* field = &root->children[columns ? columns[c] : c];
+      if (stats[c].null_count < 0) continue;
+      if (field->kind == IPC_KIND_NULL) {  // every slot null, whatever the node says
+        stats[c].null_count += rows;
+        continue;
+      }
+      if (field->node_start >= nodes.count) {
+        rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": record batch %" PRId64
+                          " has %u field nodes, too few for its schema", f->source->name,
+                          f->batches[i].offset, i, nodes.count);
+        break;
+      }
+      const uint8_t* node = sl_fb_vec_elem(&nodes, (uint32_t)field->node_start);
+      int64_t length = fb_load_i64(node), nulls = fb_load_i64(node + 8);
+      if (length != rows || nulls < 0 || nulls > length)
+        rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": record batch %" PRId64
+                          ": column '%s' has %" PRId64 " rows and %" PRId64
+                          " nulls, the batch %" PRId64 " rows", f->source->name,
+                          f->batches[i].offset, i, f->schema.schema.children[field - root->children]->name,
+                          length, nulls, rows);
+      else
+        stats[c].null_count += nulls;
+    }
+    sl_view_release(&view);
+    if (rc != 0) return rc;
+    if (rows > INT64_MAX - *row_count)
+      return sl_error_set(error, EILSEQ, "%s: record batches hold more than 2^63 rows",
+                          f->source->name);
+    *row_count += rows;
+  }
+  // No bounds: each column's two rows are null (an array of type null).
+  SL_RETURN_NOT_OK(sl_array_init(min_max, f->alloc, 1, n, error));
+  min_max->length = 2;
+  int rc = 0;
+  for (int64_t c = 0; rc == 0 && c < n; ++c) {
+    rc = sl_array_init(min_max->children[c], f->alloc, 0, 0, error);
+    if (rc == 0) min_max->children[c]->length = min_max->children[c]->null_count = 2;
+  }
+  if (rc != 0) min_max->release(min_max);
+  return named(rc, f->source->name, error);
+}
+
 struct ipc_file_split {
   struct ipc_file* f;
   int64_t block;
@@ -811,6 +926,8 @@ static const struct sl_format_reader k_file_reader = {
   .split_batch_metadata = file_batch_metadata,
   .split_close = file_split_close,
   .close = file_close,
+  .stored_stats = file_stored_stats,
+  .count_split_rows = file_count_split_rows,
   .prunes_fields = 1,
 };
 
