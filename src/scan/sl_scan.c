@@ -1157,11 +1157,20 @@ int sl_scan_next(struct sl_scan* scan, struct ArrowArray* out, struct sluice_bat
   if (limit >= 0) {
     int64_t remaining = limit - scan->rows_delivered;
     if (item->array.length >= remaining) {
-      // A struct array may be shorter than its children: cutting the top
-      // level is a valid slice without touching any buffer.
+      // Cut without touching a buffer. A struct array may be shorter than
+      // its children, but a stream's consumer takes a record batch's
+      // children as its columns (pyarrow's importer does): cut them too.
       if (item->array.length > remaining) {
-        item->array.length = remaining;
-        if (item->array.null_count != 0) item->array.null_count = -1;
+        struct ArrowArray* top = &item->array;
+        for (int64_t c = 0; top->offset == 0 && c < top->n_children; ++c) {
+          struct ArrowArray* child = top->children[c];
+          if (child->length > remaining) {
+            child->length = remaining;
+            if (child->null_count != 0) child->null_count = -1;
+          }
+        }
+        top->length = remaining;
+        if (top->null_count != 0) top->null_count = -1;
       }
       if (scan->limit >= 0) {
         scan->ended = 1;
