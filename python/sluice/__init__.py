@@ -192,6 +192,16 @@ def _is_data(src):
     return True
 
 
+def _bytesio_rest(src):
+    """A BytesIO's bytes from its position when the caller has read a part of
+    it (a preamble skipped with readline()), as pyarrow's, pandas' and polars'
+    CSV readers read on from there; all of them at position 0 or at the end
+    (a buffer just written, as pd.read_parquet and pyarrow read it)."""
+    buffer = src.getbuffer()
+    at = src.tell()
+    return buffer[at:] if 0 < at < len(buffer) else buffer
+
+
 def _expand(path):
     """A local path's leading ~ (or ~user) expanded, as pyarrow, pandas and
     polars take it; a URL, "-" and other paths as they are (the CLI's shell
@@ -203,7 +213,7 @@ def _expand(path):
 
 def _location(src):
     if _is_data(src):  # read in place (sluice_dataset_open_memory)
-        return src.getbuffer() if isinstance(src, _io.BytesIO) else src
+        return _bytesio_rest(src) if isinstance(src, _io.BytesIO) else src
     if isinstance(src, (str, bytes)) or hasattr(src, "__fspath__"):
         return _expand(_os.fsdecode(_os.fspath(src)))
     if isinstance(src, (list, tuple)):  # several locations read as one table
@@ -1628,6 +1638,13 @@ def _check_names_carry(data, who):
 
 
 def _stream_capsule(data, index=None, who="sluice.write"):
+    if not (hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__")
+            or _is_pandas_frame(data)):
+        # (before asking for its names: a polars LazyFrame would resolve its
+        # schema, with a PerformanceWarning, only to be refused)
+        raise TypeError("sluice.write takes an object with __arrow_c_stream__ (pyarrow, "
+                        "polars, DuckDB, sluice tables) or a pandas DataFrame, not %s"
+                        % type(data).__name__)
     _check_names_carry(data, who)
     # pandas DataFrames have __arrow_c_stream__ too, but only through pyarrow.
     if hasattr(data, "__arrow_c_stream__") and not _is_pandas_frame(data):
@@ -1655,10 +1672,7 @@ def _stream_capsule(data, index=None, who="sluice.write"):
         except (OverflowError, ValueError) as e:
             raise InvalidArgumentError(_errno.EINVAL, _write_message(e)) from e
         return Batch(raw).__arrow_c_stream__()
-    if hasattr(data, "__arrow_c_array__"):
-        return Table._from_arrow(data, who).__arrow_c_stream__()
-    raise TypeError("sluice.write takes an object with __arrow_c_stream__ (pyarrow, polars, "
-                    "DuckDB, sluice tables) or a pandas DataFrame, not %s" % type(data).__name__)
+    return Table._from_arrow(data, who).__arrow_c_stream__()  # (__arrow_c_array__)
 
 
 def _write_message(e):

@@ -5,6 +5,7 @@
 // schema metadata). make_batch copies the buffers: the array must
 // stay valid after the Python objects are gone, and its release callback may
 // run without the GIL.
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -216,24 +217,67 @@ PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs
   Py_RETURN_NONE;
 }
 
+/// The exception class a Python producer raised, when `message` carries its
+/// traceback as pyarrow passes it on ("... Python exception: Traceback ...",
+/// last line "RuntimeError: boom") and the class is a builtin one (a class
+/// of the user's own cannot be found by its name): a new reference, its
+/// message's start and length in *text / *text_len; else NULL.
+static PyObject* producer_exception(const char* message, const char** text, size_t* text_len) {
+  if (strstr(message, "Python exception: Traceback") == NULL) return NULL;
+  size_t n = strlen(message);
+  while (n > 0 && (message[n - 1] == '\n' || message[n - 1] == ' ')) --n;
+  size_t start = n;
+  while (start > 0 && message[start - 1] != '\n') --start;
+  size_t name_end = start;
+  while (name_end < n && (isalnum((unsigned char)message[name_end]) || message[name_end] == '_'))
+    ++name_end;
+  if (name_end == start || (name_end < n && message[name_end] != ':')) return NULL;
+  PyObject* name = PyUnicode_FromStringAndSize(message + start, (Py_ssize_t)(name_end - start));
+  PyObject* cls = name != NULL ? PyDict_GetItemWithError(PyEval_GetBuiltins(), name) : NULL;
+  Py_XDECREF(name);
+  if (cls == NULL || !PyExceptionClass_Check(cls)) {
+    PyErr_Clear();
+    return NULL;
+  }
+  *text = message + (name_end < n ? name_end + 1 : n);
+  while (*text < message + n && **text == ' ') ++*text;
+  *text_len = (size_t)(message + n - *text);
+  Py_INCREF(cls);
+  return cls;
+}
+
 PyObject* sp_raise_write_error(struct sluice_error* error, int rc) {
   // A producer may have raised (e.g. a Python generator behind pyarrow).
   if (PyErr_Occurred()) return NULL;
-  // Ctrl-C inside a Python producer (a generator behind pyarrow's reader,
-  // which runs on this thread): pyarrow passes on the traceback as text,
-  // its last line the exception's name. The write is undone; raise it as
-  // what it is, not as a sluice error.
-  size_t n = strlen(error->message);
-  static const char k_interrupt[] = "\nKeyboardInterrupt";
-  while (n > 0 && (error->message[n - 1] == '\n' || error->message[n - 1] == ' ')) --n;
-  if (n >= sizeof k_interrupt - 1 &&
-      memcmp(error->message + n - (sizeof k_interrupt - 1), k_interrupt,
-             sizeof k_interrupt - 1) == 0) {
-    PyErr_SetNone(PyExc_KeyboardInterrupt);
+  if (error->code == 0) error->code = rc;
+  // A builtin exception raised inside a Python producer (a generator behind
+  // pyarrow's reader, Ctrl-C there): pyarrow passes it on as its traceback's
+  // text. The write is undone; raise it as its own class (as pyarrow's
+  // writers re-raise it), the sluice error naming the object as its cause.
+  const char* text = NULL;
+  size_t text_len = 0;
+  PyObject* cls = producer_exception(error->message, &text, &text_len);
+  if (cls == NULL) return sp_raise_error(error);
+  sp_raise_error(error);
+  PyObject *cause_type, *cause, *cause_tb;
+  PyErr_Fetch(&cause_type, &cause, &cause_tb);
+  PyErr_NormalizeException(&cause_type, &cause, &cause_tb);
+  if (cause != NULL && cause_tb != NULL) PyException_SetTraceback(cause, cause_tb);
+  Py_XDECREF(cause_tb);
+  PyObject* exc = text_len > 0 ? PyObject_CallFunction(cls, "s#", text, (Py_ssize_t)text_len)
+                               : PyObject_CallNoArgs(cls);
+  Py_DECREF(cls);
+  if (exc == NULL || cause == NULL) {  // (a class that takes other arguments): the sluice error
+    PyErr_Clear();
+    Py_XDECREF(exc);
+    PyErr_Restore(cause_type, cause, NULL);
     return NULL;
   }
-  if (error->code == 0) error->code = rc;
-  return sp_raise_error(error);
+  Py_XDECREF(cause_type);
+  PyException_SetCause(exc, cause);  // (steals cause)
+  PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
+  Py_DECREF(exc);
+  return NULL;
 }
 
 /* ---- make_batch ------------------------------------------------------------ */

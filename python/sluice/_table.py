@@ -415,6 +415,14 @@ class Column:
             return series.to_numpy(dtype=object, na_value=None)
         return series.to_numpy()
 
+    def __array__(self, dtype=None, copy=None):
+        """np.asarray(column), as pyarrow's ChunkedArray takes it: to_numpy()."""
+        if copy is False:
+            raise ValueError("sluice.Column: a numpy array without a copy is not always "
+                             "possible: use to_numpy()")
+        values = self.to_numpy()
+        return values if dtype is None else values.astype(dtype, copy=False)
+
     def equals(self, other):
         """Whether `other` (a Column) has the same type (a list's element
         name aside) and values, whatever the chunks, as pyarrow's

@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 
-from . import _is_data, _open, _with_index_columns, read_pandas
+from . import _bytesio_rest, _is_data, _open, _with_index_columns, read_pandas
 from ._table import Schema, Table
 from ._errors import SourceError
 
@@ -173,7 +173,7 @@ def _absolute(src):
     if isinstance(src, (list, tuple)):
         return [_absolute(s) for s in src]
     if _is_data(src):
-        return src.getvalue() if isinstance(src, io.BytesIO) else bytes(memoryview(src))
+        return bytes(_bytesio_rest(src) if isinstance(src, io.BytesIO) else memoryview(src))
     if hasattr(src, "__fspath__"):
         src = os.fspath(src)
     if isinstance(src, bytes) and b"://" not in src:

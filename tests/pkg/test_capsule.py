@@ -354,3 +354,28 @@ def test_to_numpy_of_zoned_timestamps_and_dates_is_datetime64_as_pyarrow():
         got, want = s.column(name).to_numpy(), t.column(name).to_numpy()
         assert got.dtype == want.dtype, name
         assert np.array_equal(got, want, equal_nan=True), name
+
+
+def test_numpy_takes_a_column_as_pyarrow_s_chunked_array():
+    """np.asarray(column) is its values, as for pyarrow's ChunkedArray (it
+    was a 0-d object array holding the Column, and np.mean failed)."""
+    import numpy as np
+    t = sluice.read(pa.py_buffer(b"a,b\n1,x\n2,\n3,z\n"), format="csv")
+    want = pa.table(t)
+    for name in ("a", "b"):
+        got = np.asarray(t.column(name))
+        assert got.tolist() == np.asarray(want.column(name)).tolist(), name
+    assert np.mean(t.column("a")) == 2.0
+    assert np.asarray(t.column("a"), dtype="f4").dtype == np.float32
+
+
+def test_a_lazy_frame_is_refused_without_resolving_it():
+    """A polars LazyFrame is not a table: refused as such, before its schema
+    is asked for (which resolves the query, with a PerformanceWarning)."""
+    import warnings
+    pl = pytest.importorskip("polars")
+    lf = pl.LazyFrame({"a": [1, 2]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(TypeError, match="not LazyFrame"):
+            sluice.write(lf, "never-written.parquet")

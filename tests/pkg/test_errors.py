@@ -415,3 +415,43 @@ def test_flags_and_text_options_must_have_their_type(tmp_path):
     assert pq.read_table(tmp_path / "t.parquet", use_threads=0).num_rows == 1
     np = pytest.importorskip("numpy")
     assert sluice.read(path, ordered=np.False_, delimiter="5").column_names == ["a", "b"]
+
+
+@pytest.mark.parametrize("raised", [RuntimeError, MemoryError, ValueError])
+def test_a_producer_s_exception_reaches_the_caller_as_itself(tmp_path, raised):
+    """A builtin exception raised by the data's producer (a generator behind
+    pyarrow's reader) is raised as that class, as pyarrow's writers re-raise
+    it, with the sluice error naming the file as its cause (it became an
+    InvalidArgumentError, so `except RuntimeError` missed it); the write is
+    undone."""
+    schema = pa.schema([("a", pa.int64())])
+
+    def batches():
+        yield pa.record_batch([pa.array([1])], schema=schema)
+        raise raised("boom at batch 2")
+
+    dst = tmp_path / "x.parquet"
+    with pytest.raises(raised, match="^boom at batch 2$") as e:
+        sluice.write(pa.RecordBatchReader.from_batches(schema, batches()), dst)
+    assert isinstance(e.value.__cause__, sluice.Error), e.value.__cause__
+    assert str(dst) in str(e.value.__cause__)
+    assert not dst.exists()
+    with pytest.raises(raised, match="^boom at batch 2$"):
+        with sluice.Writer(tmp_path / "y.arrow", schema=schema) as w:
+            w.write(pa.RecordBatchReader.from_batches(schema, batches()))
+    assert not (tmp_path / "y.arrow").exists()
+
+
+def test_a_producer_s_own_exception_class_stays_a_sluice_error(tmp_path):
+    """A class of the user's own cannot be found by its name in the text
+    pyarrow passes on: a sluice error that quotes it."""
+    class Mine(Exception):
+        pass
+    schema = pa.schema([("a", pa.int64())])
+
+    def batches():
+        yield pa.record_batch([pa.array([1])], schema=schema)
+        raise Mine("boom")
+
+    with pytest.raises(sluice.Error, match="Mine: boom"):
+        sluice.write(pa.RecordBatchReader.from_batches(schema, batches()), tmp_path / "x.csv")

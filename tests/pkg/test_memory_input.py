@@ -201,3 +201,20 @@ def test_write_into_a_file_object_errors():
     with pytest.raises(sluice.Error):
         sluice.write(bad, b, format="csv", delimiter="no such option value")
     assert b.getvalue() == b""
+
+
+def test_a_partly_read_bytesio_is_read_from_its_position():
+    """A BytesIO whose preamble the caller read past is read from there, as
+    pyarrow's, pandas' and polars' CSV readers read it (sluice read it from
+    byte 0: the preamble became the header); one at its end (just written)
+    is read whole, as pd.read_parquet reads it."""
+    b = io.BytesIO(b"exported by tool X\n" + FILES["csv"])
+    b.readline()
+    want = pacsv.read_csv(b)
+    b.seek(len(b"exported by tool X\n"))
+    got = pa.table(sluice.read(b, format="csv"))
+    assert got.column_names == want.column_names == ["id", "x", "s"]
+    assert got.to_pydict() == want.to_pydict()
+    b = io.BytesIO()
+    pq.write_table(_table(), b)  # the position is now at the end
+    assert pa.table(sluice.read(b)).to_pydict() == pq.read_table(b).to_pydict()
