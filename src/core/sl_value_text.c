@@ -531,12 +531,6 @@ int sl_value_is_null(const struct sl_text_field* field, const struct ArrowArray*
   return 0;
 }
 
-static int render_json(const struct sl_text_field* field, const struct ArrowArray* array,
-                       int64_t i, struct sl_text* out, struct sluice_error* error) {
-  if (sl_value_is_null(field, array, i)) return sl_text_append(out, "null", 4);
-  return sl_value_render(field, array, i, SL_TEXT_JSON, out, error);
-}
-
 static int render_list(const struct sl_text_field* field, const struct ArrowArray* array,
                        int64_t p, struct sl_text* out, struct sluice_error* error) {
   int64_t begin, end;
@@ -572,7 +566,7 @@ static int render_list(const struct sl_text_field* field, const struct ArrowArra
       if (rc == 0) rc = sl_value_render(key_field, keys, row, SL_TEXT_PLAIN, &key, error);
       if (rc == 0) rc = sl_text_append_json_string(out, sl_text_cstr(&key), key.len);
       if (rc == 0) rc = sl_text_append_char(out, ':');
-      if (rc == 0) rc = render_json(value_field, values, row, out, error);
+      if (rc == 0) rc = sl_value_render(value_field, values, row, SL_TEXT_JSON, out, error);
     }
     sl_text_reset(&key);
     if (rc == 0) rc = sl_text_append_char(out, '}');
@@ -581,7 +575,7 @@ static int render_list(const struct sl_text_field* field, const struct ArrowArra
   SL_RETURN_NOT_OK(sl_text_append_char(out, '['));
   for (int64_t j = begin; j < end; ++j) {
     if (j > begin) SL_RETURN_NOT_OK(sl_text_append_char(out, ','));
-    SL_RETURN_NOT_OK(render_json(child_field, child, j, out, error));
+    SL_RETURN_NOT_OK(sl_value_render(child_field, child, j, SL_TEXT_JSON, out, error));
   }
   return sl_text_append_char(out, ']');
 }
@@ -598,7 +592,8 @@ static int render_struct(const struct sl_text_field* field, const struct ArrowAr
     const char* name = field->children[c].name;
     SL_RETURN_NOT_OK(sl_text_append_json_string(out, name, strlen(name)));
     SL_RETURN_NOT_OK(sl_text_append_char(out, ':'));
-    SL_RETURN_NOT_OK(render_json(&field->children[c], array->children[c], p, out, error));
+    SL_RETURN_NOT_OK(
+        sl_value_render(&field->children[c], array->children[c], p, SL_TEXT_JSON, out, error));
   }
   return sl_text_append_char(out, '}');
 }
@@ -638,7 +633,8 @@ int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* 
   char buf[96];
   int rc = 0;
   if (style == SL_TEXT_JSON && sl_value_is_null(field, array, i)) {
-    return sl_text_append(out, "null", 4);
+    rc = sl_text_append(out, "null", 4);
+    return rc != 0 ? sl_error_set(error, rc, "out of memory rendering a value") : 0;
   }
   if (field->dictionary != NULL) {
     if (array->dictionary == NULL) {
@@ -811,7 +807,9 @@ int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* 
     default:
       return sl_error_set(error, ENOTSUP, "column '%s': cannot render type", field->name);
   }
-  if (rc != 0) return sl_error_set(error, rc, "out of memory rendering a value");
+  // Text appends fail only for memory; a nested value's other errors (a
+  // map without keys, a bad union type id) say their own reason.
+  if (rc == ENOMEM) return sl_error_set(error, rc, "out of memory rendering a value");
   return rc;
 }
 

@@ -98,6 +98,7 @@ long long test_alloc_sweep(test_alloc_attempt attempt, void* ctx, long long max_
     if (rc == 0) return failures;
     if (rc != ENOMEM) fprintf(stderr, "fail_at %lld: rc %d: %s\n", n, rc, error.message);
     assert_int_equal(rc, ENOMEM);
+    assert_int_equal(error.code, rc);  // the error struct filled, as the header promises
     assert_true(error.message[0] != '\0');
     failures++;
   }

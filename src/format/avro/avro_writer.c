@@ -1729,8 +1729,12 @@ static int ensure_header(struct avro_writer* w, const struct ArrowArray* first,
   const char* v = sl_metadata_find(w->schema.metadata, "avro.schema", &vn);
   struct avro_schema parsed;
   struct sluice_error ignored;
-  int have = v != NULL && vn > 0 &&
-             sl_avro_schema_parse(v, (size_t)vn, w->ctx.alloc, &parsed, &ignored) == 0;
+  int parse_rc = v != NULL && vn > 0
+                     ? sl_avro_schema_parse(v, (size_t)vn, w->ctx.alloc, &parsed, &ignored)
+                     : EINVAL;
+  // Out of memory is not "does not parse": the copy would lose its names.
+  if (parse_rc == ENOMEM) return sl_error_set(error, ENOMEM, "avro: out of memory");
+  int have = parse_rc == 0;
   const struct avro_node* src = have ? parsed.root : NULL;
   // A root that is no record (an enum, array, union...) the reader read as
   // the column "value" of a wrapper row: that column takes the root's names,
