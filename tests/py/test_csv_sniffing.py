@@ -401,3 +401,60 @@ def test_stray_quote_hint_grammar(sluice, tmp_path):
     assert "since the delimiter and quote were sniffed" in err, err
     err = sluice.expect_error("cat", path, "-O", "delimiter=,").stderr.decode()
     assert "since the quote was sniffed" in err, err
+
+
+# ---- a first row longer than the first sample -------------------------------------
+
+def _long_first_rows():
+    # (name, text): a first data row of > 1 MiB, plain or with quoted line feeds
+    return [
+        ("header_quoted_lf", 'id,s,v\n0,"' + "ab\n" * 400_000 + '",1.5\n1,x,2.5\n'),
+        ("header_plain", "id,s,v\n0," + "ab" * 600_000 + ",1.5\n1,x,2.5\n"),
+        ("headerless_plain", "7," + "ab" * 600_000 + ",1.5\n1,x,2.5\n2,y,3.5\n"),
+        ("headerless_quoted_lf", '7,"' + "ab\n" * 400_000 + '",1.5\n1,x,2.5\n2,y,3.5\n'),
+    ]
+
+
+def _read_all_ways(sluice, path):
+    """The table sluice reads from the file, from a pipe and from its .gz."""
+    import gzip
+    gz = path.with_name(path.name + ".gz")
+    gz.write_bytes(gzip.compress(path.read_bytes(), compresslevel=1))
+    got = {"file": sluice_read(sluice, path), "gz": sluice_read(sluice, gz)}
+    proc = subprocess.run([sluice.binary, "cat", "-", "-f", "csv", "-t", "arrows", "-q"],
+                          input=path.read_bytes(), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    got["pipe"] = ipc.open_stream(proc.stdout).read_all()
+    return got
+
+
+@pytest.mark.parametrize("name,text", _long_first_rows(), ids=[n for n, _ in _long_first_rows()])
+def test_first_row_longer_than_the_sample(sluice, tmp_path, name, text):
+    """A first data row longer than the 1 MiB sample: types come from whole
+    rows (a stream's sample grows until it holds one; a quoted line feed
+    inside the row is no row's end), and a headerless file's long first row
+    stays data when more rows follow (the lone-row rule is for one-row
+    files). It was: all columns string from a pipe or .gz, and the long row
+    taken for a header. DuckDB reads it as here (pyarrow, with header and
+    newlines_in_values, too)."""
+    path = tmp_path / f"{name}.csv"
+    path.write_text(text)
+    duckdb = pytest.importorskip("duckdb")
+    want = duckdb.sql(f"SELECT * FROM read_csv('{path}', max_line_size=10000000)").arrow()
+    if hasattr(want, "read_all"):
+        want = want.read_all()
+    headerless = name.startswith("headerless")
+    if not headerless:
+        pa_want = pcsv.read_csv(path, parse_options=pcsv.ParseOptions(newlines_in_values=True))
+        assert [f.type for f in pa_want.schema] == [f.type for f in want.schema]
+    for how, got in _read_all_ways(sluice, path).items():
+        assert [f.type for f in got.schema] == [pa.int64(), pa.string(), pa.float64()], how
+        assert got.num_rows == want.num_rows, how
+        if headerless:
+            assert got.column_names == ["f0", "f1", "f2"], how
+        else:
+            assert got.column_names == want.column_names, how
+        assert got.column(0).to_pylist() == want.column(0).to_pylist(), how
+        assert got.column(2).to_pylist() == want.column(2).to_pylist(), how
+        assert got.column(1).to_pylist() == want.column(1).to_pylist(), how

@@ -579,11 +579,31 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
   int64_t pos = start, err_pos = 0;
   enum csv_tok_status st = sl_csv_tokenize(&l->dialect, a->data, &pos, a->size, INT64_MAX, 0,
                                         budget < chunk ? budget : chunk, &a->rows, &err_pos);
+  int cut_short = 0;  // a stream's sample ends inside the row after those read
   if (st == CSV_TOK_UNTERMINATED && !a->final) {
     pos = err_pos;  // the sample of a stream ends inside a quoted field
+    cut_short = 1;
   } else if (st != CSV_TOK_OK && !skip_wide_row(a, st, err_pos, &pos)) {
     return tok_error(a, st, err_pos, error);
   }
+  // A first row longer than the chunk filled it alone: one row more, so
+  // that the lone-row rule below (a header) holds only for input of one
+  // row, and the header is told from the rows below it.
+  while (a->rows.n_rows == 1 && !cut_short && pos < a->size) {
+    int64_t before = pos;
+    st = sl_csv_tokenize(&l->dialect, a->data, &pos, a->size, INT64_MAX, 1, INT64_MAX, &a->rows,
+                         &err_pos);
+    if (st == CSV_TOK_UNTERMINATED && !a->final) {
+      pos = err_pos;
+      cut_short = 1;
+    } else if (st != CSV_TOK_OK && !skip_wide_row(a, st, err_pos, &pos)) {
+      return tok_error(a, st, err_pos, error);
+    }
+    if (pos == before) break;
+  }
+  // From a stream's sample, one row with more input to come tells neither
+  // the header nor (being a header) any type: the caller reads further.
+  const int lone = a->rows.n_rows == 1 && !a->final;
   l->data_start = start;
   if (a->rows.n_rows == 0) {  // no rows at all: the given schema's columns, or none
     l->header = o->header != 0;
@@ -700,6 +720,9 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
     if (stop || pos == before) break;
     used += pos - before;
   }
+  // No whole data row sampled from a stream's head (a first row longer than
+  // it, perhaps with quoted line feeds): no type is known yet.
+  l->undecided = !a->final && (sampled == 0 || (lone && o->header < 0));
   if (a->final && pos < a->size && o->infer_bytes >= CSV_SPREAD_FROM) {
     SL_RETURN_NOT_OK(sample_further_on(a, pos, error));
   }

@@ -361,6 +361,9 @@ struct csv_layout {
   int header;           ///< the first row held names
   int trailing_delim;   ///< the header ended with a delimiter (rows may too)
   int no_rows;          ///< the whole input was sampled: a header and no row
+  /// (final = 0) the stream's sample held no whole data row, or one row
+  /// alone with the header sniffed: the types (or header) are not known yet
+  int undecided;
   int64_t data_start;   ///< first byte of the first data row
   int64_t n_cols;
   char** names;         ///< owned, n_cols

@@ -3,8 +3,9 @@
 //
 // open() peeks at the head of the stream (without consuming it) and analyses
 // it cut after its last line feed; the schema comes from that sample. When
-// the sample holds no complete data row (a first row longer than it), the
-// peek doubles until it does, as the window does for a long row. The one
+// the sample holds no complete data row (a first row longer than it, whose
+// quoted line feeds may make the cut fall inside it), or one row alone
+// whose header is to be sniffed, the peek doubles until it does, as the window does for a long row. The one
 // split then reads the stream through a window: rows are decoded from the
 // window up to its last line feed (`limit`); the unfinished tail is moved to
 // the front and more is read. A row longer than the window doubles it. With
@@ -82,7 +83,8 @@ int sl_csv_stream_prepare(struct csv_reader* r, struct sluice_error* error) {
     if ((n >= sample || grown) && !sl_csv_lines_end_in_cr(&r->opts, d, start, n, &cr_quote)) {
       if (cut > 0)
         rc = sl_csv_analyze(&r->opts, d, start, cut, 0, r->name, r->alloc, &r->layout, error);
-      if (rc == 0 && cut > 0 && r->layout.n_cols > 0 && r->layout.data_start < cut) {
+      if (rc == 0 && cut > 0 && r->layout.n_cols > 0 && r->layout.data_start < cut &&
+          !r->layout.undecided) {
         r->stream = 1;
         r->header_lines = sl_csv_count_byte(d, r->layout.data_start, '\n');
         // A sample grown for a long first row is window enough: the peeked
@@ -94,8 +96,10 @@ int sl_csv_stream_prepare(struct csv_reader* r, struct sluice_error* error) {
         if (window > most) window = most;
         r->stream_window = window > r->layout.data_start ? window : r->layout.data_start;
       } else if (rc == 0) {
-        // No complete data row yet (a first row longer than the sample):
-        // look further rather than read the whole input into memory.
+        // No complete data row yet (a first row longer than the sample, or
+        // cut inside a quoted field; or a lone first row, which alone does
+        // not tell a header): look further rather than read the whole
+        // input into memory. (At the input's end: read whole, as `final`.)
         if (cut > 0) sl_csv_layout_free(&r->layout, r->alloc);
         memset(&r->layout, 0, sizeof r->layout);
         more = n >= sample && sample <= INT64_MAX / 2;
