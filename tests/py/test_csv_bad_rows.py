@@ -384,3 +384,22 @@ def test_extra_empty_field_on_every_path(sluice, tmp_path, simd):
                 got = ipc.open_stream(pa.BufferReader(proc.stdout)).read_all()
                 assert got.equals(want), (source, options, threads)
                 assert "skipped 3 bad rows" in proc.stderr.decode()
+
+
+def test_row_skipped_for_a_given_type_still_types_other_columns(sluice, tmp_path):
+    """A row bad_rows=skip drops because a value does not convert to the
+    type schema= gives (300 as int8) is sampled like any other: its `x`
+    makes b a string, as DuckDB's ignore_errors with types= infers it (the
+    docs said such rows had no say; only rows of a wrong field count have
+    none). The row itself is dropped, as in DuckDB."""
+    path = tmp_path / "br3.csv"
+    path.write_text("a,b\n1,2\n300,x\n7,8\n")
+    out = tmp_path / "br3.arrow"
+    proc = sluice.run("-O", "bad_rows=skip", "--schema", "a:int8", "convert", path, out)
+    table = ipc.open_file(out).read_all()
+    rel = duckdb.sql(f"select * from read_csv('{path}', header=true, ignore_errors=true, "
+                     "types={'a': 'TINYINT'})")
+    assert [str(t) for t in rel.types] == ["TINYINT", "VARCHAR"]
+    assert table.schema.types == [pa.int8(), pa.string()]
+    assert table.to_pylist() == rel.to_arrow_table().to_pylist()
+    assert "skipped 1 bad row" in proc.stderr.decode()

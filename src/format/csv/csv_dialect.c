@@ -244,8 +244,10 @@ static int add_rows(struct analysis* a, int64_t first_row, int whole_only) {
       a->trailing_used |= !whole;
     }
     if (whole_only && !whole) continue;
-    // A row bad_rows=skip will drop has no say in the types (as in pyarrow
-    // and DuckDB, which skip it before inferring).
+    // A row bad_rows=skip will drop for its field count has no say in the
+    // types (as in pyarrow and DuckDB, which skip it before inferring). One
+    // dropped for a value the schema's type refuses is not known here (the
+    // names are not yet): its other values count, as in DuckDB.
     int bad = !whole && !(a->opts->missing_null && n < a->out->n_cols);
     if (bad && a->opts->skip_bad_rows) continue;
     if (n > a->out->n_cols) n = a->out->n_cols;
