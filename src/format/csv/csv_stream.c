@@ -5,10 +5,10 @@
 // it cut after its last line feed; the schema comes from that sample. When
 // the sample holds no complete data row (a first row longer than it, whose
 // quoted line feeds may make the cut fall inside it), or one row alone
-// whose header is to be sniffed, the peek doubles until it does, as the window does for a long row. The one
-// split then reads the stream through a window: rows are decoded from the
-// window up to its last line feed (`limit`); the unfinished tail is moved to
-// the front and more is read. A row longer than the window doubles it. With
+// whose header is to be sniffed, the peek doubles until it does, as the
+// window does for a long row. The one split then reads the stream through
+// a window: rows are decoded from the window up to its last line feed
+// (`limit`); the unfinished tail is moved to the front and more is read. A row longer than the window doubles it. With
 // an escape character, a line feed after an odd run of escapes is data, not
 // a row's end, so such line feeds are passed over for `limit` and the
 // sample's cut. When the whole input fits in the sample the reader falls
