@@ -2100,6 +2100,11 @@ def _write_into(capsule, dst, kwargs):
             _sluice.write(capsule, _os.fsencode(path), **dict(kwargs, fsync=False))
         except Error as e:  # the message names the file object, not the scratch file
             raise type(e)(e.code, e.message.replace(path, _shown(dst))) from None
+        except Exception as e:  # the producer's own, the sluice error its cause: so there
+            cause = e.__cause__
+            if isinstance(cause, Error):
+                e.__cause__ = type(cause)(cause.code, cause.message.replace(path, _shown(dst)))
+            raise
         # A raw stream's write() returns None when it took nothing (it is
         # non-blocking and would block): an error, as io.BufferedWriter makes
         # it. Another object's None (a plain writer that returns nothing)
