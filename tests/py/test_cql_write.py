@@ -478,3 +478,53 @@ def test_errors(sluice, node, session, tmp_path):
     err = sluice.expect_error("convert", ok, bad).stderr.decode()
     assert "wrong" not in err and "authentication" in err.lower()
     assert not list(session.execute(f"SELECT * FROM {KS}.strict WHERE id = 3"))
+
+
+def batches_file(path, schema, *batches):
+    with pa.ipc.new_file(path, schema) as f:
+        for columns in batches:
+            f.write_batch(pa.record_batch(columns, schema=schema))
+    return path
+
+
+def keys(session, table: str) -> list:
+    return sorted((r.k, r.c) for r in session.execute(f"SELECT k, c FROM {KS}.{table}"))
+
+
+@pytest.mark.parametrize("partitions", [1, 50])
+def test_a_failed_write_keeps_every_row_of_the_earlier_batches(sluice, node, session, tmp_path,
+                                                               partitions):
+    """A batch refused before any of its rows is sent (a value in a column of
+    the wrong type) leaves exactly the rows of the earlier batches written:
+    the rows still gathered and the requests in flight are completed before
+    the connection closes (one partition: the last group of the batch is
+    gathered, not sent; 50: requests are in flight when the error comes)."""
+    table = f"midway{partitions}"
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KS}.{table} (k int, c int, v int, "
+                    "PRIMARY KEY (k, c))")
+    schema = pa.schema([("k", pa.int32()), ("c", pa.int32()), ("v", pa.string())])
+    n = 2000
+    first = [pa.array([i % partitions for i in range(n)], pa.int32()),
+             pa.array(range(n), pa.int32()), pa.array([None] * n, pa.string())]
+    src = batches_file(tmp_path / "midway.arrow", schema, first,
+                       [pa.array([partitions], pa.int32()), pa.array([0], pa.int32()),
+                        pa.array(["x"])])
+    err = sluice.expect_error("convert", src, url(node, table)).stderr.decode()
+    assert f"row {n + 1}, column 'v': Arrow string cannot be written as CQL int" in err, err
+    assert keys(session, table) == sorted((i % partitions, i) for i in range(n))
+
+
+def test_a_bad_value_keeps_the_rows_before_it(sluice, node, session, tmp_path):
+    """A value found bad while its batch is sent (out of its column's range)
+    leaves exactly the rows before it written, of its batch too."""
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KS}.before_bad (k int, c int, v int, "
+                    "PRIMARY KEY (k, c))")
+    schema = pa.schema([("k", pa.int32()), ("c", pa.int32()), ("v", pa.int64())])
+    first = [pa.array([0] * 100, pa.int32()), pa.array(range(100), pa.int32()),
+             pa.array(range(100), pa.int64())]
+    second = [pa.array([1] * 10, pa.int32()), pa.array(range(10), pa.int32()),
+              pa.array([0, 1, 2, 3, 4, 2**40, 6, 7, 8, 9], pa.int64())]
+    src = batches_file(tmp_path / "bad.arrow", schema, first, second)
+    err = sluice.expect_error("convert", src, url(node, "before_bad")).stderr.decode()
+    assert "row 106, column 'v'" in err and "out of the range" in err, err
+    assert keys(session, "before_bad") == [(0, c) for c in range(100)] + [(1, c) for c in range(5)]

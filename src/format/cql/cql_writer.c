@@ -76,6 +76,7 @@ struct cql_write {
   char* clustering_key;
   struct sl_cql_conn* conn;
   int reconnects;  ///< new connections since the last answer
+  int broken;      ///< the connection failed for good: nothing more to wait for
   /// INSERT of every column (bound variable i is column i), and INSERT of
   /// the partition key and static columns, prepared at the first row of
   /// static values only (statics_cols lists its columns).
@@ -433,6 +434,7 @@ static int receive_one(struct cql_write* w, struct sluice_error* error) {
       sl_error_clear(error);
       rc = resume(w, error);
     }
+    w->broken = rc != 0;
     if (rc != 0 && error != NULL) {
       char message[sizeof error->message];
       snprintf(message, sizeof message, "%s", error->message);
@@ -449,6 +451,11 @@ static int receive_one(struct cql_write* w, struct sluice_error* error) {
       rc = 0;
     }
     return rc;
+  }
+  if (rc != 0 && s != NULL && s->busy && code >= 0) {
+    // Answered, if refused: its slot is free (settle waits for the others).
+    s->busy = 0;
+    w->free_slots[w->n_free++] = stream;
   }
   if (rc != 0 && s != NULL && code >= 0 && error != NULL) {
     char message[sizeof error->message];
@@ -724,12 +731,16 @@ static int write_rows(struct cql_write* w, const struct sl_text_field* row,
     // A batch may mix the two INSERTs: each statement names its own id.
     const struct cql_statement* st = shape == ROW_STATIC ? &w->statics : &w->whole;
     struct cql_slot* s = &w->slots[w->filling];
+    int64_t before = s->body.size;
     uint8_t kind = 1;  // a prepared statement
     int rc = sl_buffer_append(&s->body, &kind, 1);
     if (rc == 0) rc = sl_buffer_append_be(&s->body, st->id_len, 2);
     if (rc == 0) rc = sl_buffer_append(&s->body, st->id, st->id_len);
     if (rc == 0) rc = sl_buffer_append(&s->body, w->row.data, w->row.size);
-    if (rc != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
+    if (rc != 0) {
+      s->body.size = before;  // whole rows only: settle sends the group
+      return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
+    }
     ++w->group_rows;
   }
   w->rows_seen += batch->length;
@@ -764,9 +775,34 @@ static void write_free(struct cql_write* w) {
   sl_buffer_reset(&w->key);
 }
 
+/// After a failed write (a refused batch, a bad value, an input error):
+/// sends the rows gathered and waits for every request in flight, so that
+/// the rows before the failure are written, as the docs promise. Closing
+/// with requests unanswered would reset the connection, and the node may
+/// drop what it has not applied yet. A connection that failed for good is
+/// just closed. (After cql_finish there is nothing left to do here.)
+static void settle(struct cql_write* w) {
+  if (w->conn == NULL || w->broken || w->slots == NULL || w->free_slots == NULL) return;
+  struct sluice_error ignored;  // the write's own error is the one to report
+  memset(&ignored, 0, sizeof ignored);
+  int rc = 0;
+  if (w->filling >= 0 && w->group_rows == 0) {  // a group started, no row in it
+    w->free_slots[w->n_free++] = w->filling;
+    w->filling = -1;
+  }
+  rc = send_group(w, &ignored);
+  while (rc == 0 && !w->broken && w->n_free < w->in_flight) {
+    int free_before = w->n_free;
+    rc = receive_one(w, &ignored);
+    // A request the node refused frees its slot: wait for the others.
+    if (rc != 0 && w->n_free > free_before) rc = 0;
+  }
+}
+
 static void cql_close(void* state) {
   struct cql_write* w = state;
   if (w == NULL) return;
+  settle(w);
   const struct sluice_allocator* alloc = w->alloc;
   write_free(w);
   sl_free(alloc, w, sizeof *w);
