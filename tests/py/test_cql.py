@@ -234,6 +234,33 @@ def test_counter_columns(sluice, node):
     assert got == want
 
 
+# (unscaled, scale) and Java's BigDecimal.toString of it, what the drivers give
+# (the Python driver's Decimal prints the same): plain digits while the scale
+# is not negative and the adjusted exponent (digits - 1 - scale) is -6 or more,
+# else one digit, the rest after a point, and E with the adjusted exponent.
+DECIMAL_TEXT = [(12, -2, "1.2E+3"), (0, -2, "0E+2"), (-12, -2, "-1.2E+3"), (1, -1, "1E+1"),
+                (100, -3, "1.00E+5"), (123, 0, "123"), (0, 0, "0"), (-1, 0, "-1"),
+                (1, 6, "0.000001"), (1, 7, "1E-7"), (12, 7, "0.0000012"), (12, 8, "1.2E-7"),
+                (0, 6, "0.000000"), (0, 7, "0E-7"), (-5, 10, "-5E-10"), (-9, 6, "-0.000009"),
+                (123456, 3, "123.456"), (-123456, 3, "-123.456"),
+                (1234567, 12, "0.000001234567"), (1234567, 13, "1.234567E-7"),
+                (5, -100000, "5E+100000"), (7, 100000, "7E-100000")]
+
+
+def test_decimal_text_is_java_bigdecimal_tostring(sluice, node):
+    session = node.session(KS)
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KS}.decimals (k int PRIMARY KEY, d decimal)")
+    insert = session.prepare(f"INSERT INTO {KS}.decimals (k, d) VALUES (?, ?)")
+    for k, (unscaled, scale, _) in enumerate(DECIMAL_TEXT):
+        digits = tuple(int(c) for c in str(abs(unscaled)))
+        session.execute(insert, (k, decimal.Decimal((unscaled < 0, digits, -scale))))
+    table = read(sluice, node, "decimals")
+    got = dict(zip(table.column("k").to_pylist(), table.column("d").to_pylist()))
+    driver = {r.k: str(r.d) for r in session.execute(f"SELECT k, d FROM {KS}.decimals")}
+    for k, (unscaled, scale, java) in enumerate(DECIMAL_TEXT):
+        assert got[k] == java == driver[k], (unscaled, scale, got[k], java, driver[k])
+
+
 def test_varint_past_38_digits_is_an_error(sluice, node):
     """A varint that fits 128 bits but not decimal128(38, 0)'s 38 digits (the
     driver reads 10**38 and 2**127 - 1 exactly) is an error naming the

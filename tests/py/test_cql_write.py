@@ -202,6 +202,25 @@ def test_decimal_text_and_csv_input(sluice, node, session, tmp_path):
         assert got[i].u == uuid.UUID(int=i) and got[i].a == f"192.168.0.{i}"
 
 
+
+def test_decimal_scale_beyond_what_reads_back(sluice, node, session, tmp_path):
+    """Text decimals are written with a scale of up to +-100000, what the
+    reader takes back; past it the row is refused by number."""
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KS}.far_decimals (k int PRIMARY KEY, d decimal)")
+    csv = tmp_path / "far.csv"
+    csv.write_text("k,d\n1,5E+100000\n2,7E-100000\n3,0.5E-99999\n")
+    sluice.run("convert", csv, url(node, "far_decimals"), "--schema", "k:int64,d:string")
+    got = table_rows(session, "far_decimals", "k")
+    assert [str(got[k].d) for k in (1, 2, 3)] == ["5E+100000", "7E-100000", "5E-100000"]
+    out = sluice.run("cat", url(node, "far_decimals"), "-t", "csv").stdout.decode()
+    assert sorted(out.split()[1:]) == ["1,5E+100000", "2,7E-100000", "3,5E-100000"], out
+    for far in ("5E+100001", "7E-100001", "0.5E-100000", "1E+1000000", "1E-1000001"):
+        csv.write_text(f"k,d\n4,1\n5,{far}\n")
+        err = sluice.expect_error("convert", csv, url(node, "far_decimals"),
+                                  "--schema", "k:int64,d:string").stderr.decode()
+        assert "row 2, column 'd'" in err and "100000" in err, (far, err)
+
+
 ROWS = 12_000
 
 

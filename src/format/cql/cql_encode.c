@@ -446,18 +446,23 @@ static int put_decimal_text(struct sl_buffer* out, const uint8_t* s, int64_t n, 
   }
   if (!seen_digit) return EINVAL;
   if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    // Any exponent that leaves room for the digits: the scale's limit below
+    // is the one that tells.
+    const int64_t k_exponent_max = (int64_t)1 << 53;
     int64_t j = i + 1, exponent;
     if (j < n && s[j] == '+') ++j;  // strtoll takes '-' but a '+' too: no "e+-1"
     if (j >= n || s[j] == '+' ||
-        sl_parse_int64((const char*)s + j, (size_t)(n - j), -1000000, 1000000, &exponent) != 0) {
+        sl_parse_int64((const char*)s + j, (size_t)(n - j), -k_exponent_max, k_exponent_max,
+                       &exponent) != 0) {
       return EINVAL;
     }
     scale -= exponent;
     i = n;
   }
   if (i != n) return EINVAL;
-  if (scale < INT32_MIN || scale > INT32_MAX) {
-    *why = "a decimal exponent beyond 32 bits";
+  if (scale < -CQL_DECIMAL_MAX_SCALE || scale > CQL_DECIMAL_MAX_SCALE) {
+    // The reader's limit: what is written reads back.
+    *why = "a decimal with a scale beyond +-100000 (digits after the point less the exponent)";
     return EINVAL;
   }
   // Big-endian two's complement with one spare byte for the sign.

@@ -234,7 +234,7 @@ static int read_vint(const uint8_t** p, const uint8_t* end, uint64_t* out) {
 static int64_t unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
 
 /// A varint (big-endian two's complement of n bytes) scaled by 10^-scale as
-/// decimal text: "-12.345", "0.001", "1.2E+3" for a negative scale.
+/// decimal text: "-12.345", "0.001", "1.2E+3", "1E-7", "0E+2".
 static int decimal_text(struct sl_builder* b, const uint8_t* v, int32_t n, int32_t scale) {
   // Magnitude as base-256 digits, then repeated division by 10. One
   // scratch block: magnitude, digits (at most 3 per byte), the text.
@@ -270,9 +270,18 @@ static int decimal_text(struct sl_builder* b, const uint8_t* v, int32_t n, int32
     if (nd == 0) digits[nd++] = '0';
     size_t w = 0;
     if (negative) text[w++] = '-';
-    if (scale <= 0) {
+    // Java's BigDecimal.toString, as the drivers print (Python's Decimal
+    // too): plain digits while the scale is not negative and the adjusted
+    // exponent is -6 or more, else E notation of one digit before the point.
+    int64_t adjusted = (int64_t)nd - 1 - scale;
+    if (scale < 0 || adjusted < -6) {
+      text[w++] = digits[nd - 1];
+      if (nd > 1) text[w++] = '.';
+      for (size_t i = nd - 1; i-- > 0;) text[w++] = digits[i];
+      w += (size_t)snprintf(text + w, text_cap - w, "E%s%lld", adjusted > 0 ? "+" : "",
+                            (long long)adjusted);
+    } else if (scale == 0) {
       for (size_t i = nd; i-- > 0;) text[w++] = digits[i];
-      if (scale < 0) w += (size_t)snprintf(text + w, text_cap - w, "E+%ld", -(long)scale);
     } else if ((size_t)scale >= nd) {
       text[w++] = '0';
       text[w++] = '.';
@@ -385,8 +394,8 @@ int sl_cql_value_append(const struct cql_type* t, struct sl_builder* b, const ui
         *why = "a decimal shorter than its scale and one byte";
         return EILSEQ;
       }
-      if (scale < -100000 || scale > 100000) {
-        *why = "a decimal with an exponent beyond +-100000";
+      if (scale < -CQL_DECIMAL_MAX_SCALE || scale > CQL_DECIMAL_MAX_SCALE) {
+        *why = "a decimal with a scale beyond +-100000";
         return EILSEQ;
       }
       return decimal_text(b, c.p, (int32_t)(c.end - c.p), scale);

@@ -9,6 +9,10 @@
 #include "../../core/sl_builder.h"
 #include "../../io/sl_cql.h"
 
+/// The largest decimal scale (either sign) read, and so written: a value of
+/// 100 KB of digits as text.
+#define CQL_DECIMAL_MAX_SCALE 100000
+
 /// Option ids of the protocol (v4, plus v5's duration id).
 enum cql_type_id {
   CQL_CUSTOM = 0x0000,
