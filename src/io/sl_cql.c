@@ -29,6 +29,7 @@
 #include "../core/sl_buffer.h"
 #include "../core/sl_endian.h"
 #include "../core/sl_error.h"
+#include "../core/sl_sleep.h"
 #include "../core/sl_value_text.h"
 
 #define CQL_VERSION_REQUEST 0x04
@@ -895,6 +896,31 @@ int sl_cql_server_error(const struct sl_cql_conn* c) { return c->server_error; }
 int sl_cql_transient(int code) {
   return code == 0x1200 || code == 0x1100 || code == 0x1000 || code == 0x1001 || code == 0x1002;
 }
+
+static long long monotonic_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int sl_cql_outage_wait(struct sl_cql_outage* o) {
+  long long now = monotonic_ms();
+  if (o->tries == 0) o->since_ms = now;
+  long long left = o->since_ms + SL_CQL_OUTAGE_MS - now;
+  if (left <= 0) return 0;
+  long pause = SL_CQL_OUTAGE_PAUSE_MS;
+  for (int i = 0; i < o->tries && pause < SL_CQL_OUTAGE_PAUSE_CAP_MS; ++i) pause *= 2;
+  if (pause > SL_CQL_OUTAGE_PAUSE_CAP_MS) pause = SL_CQL_OUTAGE_PAUSE_CAP_MS;
+  sl_sleep_ms(pause < left ? pause : (long)left);
+  ++o->tries;
+  return 1;
+}
+
+double sl_cql_outage_seconds(const struct sl_cql_outage* o) {
+  return o->tries == 0 ? 0.0 : (double)(monotonic_ms() - o->since_ms) / 1000.0;
+}
+
+void sl_cql_outage_end(struct sl_cql_outage* o) { o->tries = 0; }
 
 int sl_cql_receive_result(struct sl_cql_conn* c, const char* what, const uint8_t** body,
                           int64_t* length, struct sluice_error* error) {

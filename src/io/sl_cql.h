@@ -127,6 +127,30 @@ int sl_cql_server_error(const struct sl_cql_conn* conn);
 /// may succeed when sent again a little later.
 int sl_cql_transient(int code);
 
+/// A node that cannot be reached (connection reset or refused: restarting)
+/// is tried again for this long since the last answer, long enough for a
+/// node to restart (15 to 40 s), pausing 100 ms, then twice as long each
+/// time up to 2 s.
+#define SL_CQL_OUTAGE_MS 60000
+#define SL_CQL_OUTAGE_PAUSE_MS 100
+#define SL_CQL_OUTAGE_PAUSE_CAP_MS 2000
+
+/// The tries since the last answer of a node (zeroed: none yet).
+struct sl_cql_outage {
+  int tries;          ///< failed tries since the last answer
+  long long since_ms;  ///< when the first of them failed (monotonic clock)
+};
+
+/// After a failed try: pauses and returns 1 while the outage is shorter
+/// than SL_CQL_OUTAGE_MS, else returns 0 at once (give up).
+int sl_cql_outage_wait(struct sl_cql_outage* o);
+
+/// The outage's length so far in seconds (for error messages).
+double sl_cql_outage_seconds(const struct sl_cql_outage* o);
+
+/// An answer came: the next failure starts a new outage.
+void sl_cql_outage_end(struct sl_cql_outage* o);
+
 /// Bounds-checked reading of protocol notations from an answer. Each read
 /// returns 0, or -1 (and reads nothing) when the bytes run out or a length
 /// is invalid: the caller reports where.

@@ -12,7 +12,9 @@ as when a node restarts or a connection is reset (the request may well have
 been executed). Frames are parsed both ways, and answers matched to requests by
 stream id, so that clients with many requests in flight work too. every=0
 injects nothing: the proxy then only counts the traffic (`traffic`: frames,
-LZ4-compressed frames and body bytes each way)."""
+LZ4-compressed frames and body bytes each way). With `outage=SECONDS`, the
+first injection (a drop) also closes every connection and refuses new ones for
+that long, as a node that is down and restarts on the same port."""
 from __future__ import annotations
 
 import socket
@@ -28,25 +30,59 @@ OP_QUERY, OP_RESULT, OP_EXECUTE, OP_BATCH, OP_ERROR = 0x07, 0x08, 0x0A, 0x0D, 0x
 
 class FaultProxy:
     def __init__(self, node, code: int, every: int, writes: bool = False, once: bool = False,
-                 drop: bool = False):
+                 drop: bool = False, outage: float = 0.0):
         self.node, self.code, self.every, self.writes = node, code, every, writes
-        self.once, self.drop = once, drop
+        self.once, self.drop, self.outage = once, drop, outage
+        self._sockets = set()  # every open socket, closed by an outage
         self._failed = set()  # requests failed already (once=True)
         self.injected = 0
         self.traffic = {"up": [0, 0, 0], "down": [0, 0, 0]}  # frames, compressed, bytes
         self._seen = 0
         self._lock = threading.Lock()
+        self.port = 0
+        self._closed = False
+        self._listen()
+
+    def _listen(self):
+        if self._closed:
+            return
         self.listener = socket.socket()
-        self.listener.bind(("127.0.0.1", 0))
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", self.port))
         self.listener.listen(64)
         self.port = self.listener.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
+        threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
+
+    def _go_down(self, seconds: float):
+        """Closes the listener and every connection; listens again on the same
+        port after `seconds`. Meanwhile a connection is refused (RST):
+        nothing listens on the port."""
+        self._close_listener()
+        with self._lock:
+            sockets, self._sockets = list(self._sockets), set()
+        for sock in sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+        timer = threading.Timer(seconds, self._listen)
+        timer.daemon = True
+        timer.start()
 
     def url(self, table: str) -> str:
         """cql:// of `table` ("ks.t") through the proxy."""
         return f"cql://{self.node.username}:{self.node.password}@127.0.0.1:{self.port}/{table}"
 
     def close(self):
+        self._closed = True
+        self._close_listener()
+
+    def _close_listener(self):
+        try:  # wakes the thread blocked in accept(): close() alone would not
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.listener.close()
 
     def _targeted(self, head: bytes, body: bytes) -> bool:
@@ -83,13 +119,15 @@ class FaultProxy:
         except OSError:  # either side went away
             return None
 
-    def _accept(self):
+    def _accept(self, listener):
         while True:
             try:
-                client, _ = self.listener.accept()
+                client, _ = listener.accept()
             except OSError:
                 return
             upstream = socket.create_connection((self.node.host, self.node.port))
+            with self._lock:
+                self._sockets.update((client, upstream))
             asked = {}  # stream id -> is the request targeted
             threading.Thread(target=self._up, args=(client, upstream, asked), daemon=True).start()
             threading.Thread(target=self._down, args=(upstream, client, asked),
@@ -126,6 +164,11 @@ class FaultProxy:
                         inject = inject and request not in self._failed
                         self._failed.add(request) if inject else None
                     self.injected += inject
+                    outage, self.outage = (self.outage, 0.0) if inject and self.drop \
+                        else (0.0, self.outage)  # the first drop only
+                if outage:
+                    self._go_down(outage)
+                    return
                 if inject and self.drop:
                     for sock in (client, upstream):
                         try:

@@ -24,7 +24,8 @@
 #define CQL_DEFAULT_PAGE_ROWS 10000
 /// Tries of one page when the node answers that it timed out, is
 /// overloaded or lacks replicas (the page is asked for again, from the same
-/// paging state, after 100, 200, 400, 800 ms).
+/// paging state, after 100, 200, 400, 800 ms). A page whose connection
+/// breaks is asked for on a new one for as long as sl_cql_outage_wait says.
 #define CQL_PAGE_ATTEMPTS 5
 #define CQL_RETRY_BASE_MS 100
 #define CQL_DEFAULT_SPLITS 16
@@ -379,6 +380,8 @@ struct cql_split {
   size_t paging_cap;
   int has_paging;
   int attempts;  ///< tries of the page asked for last
+  int busy;      ///< of them, answered "not now" (sl_cql_transient)
+  struct sl_cql_outage outage;  ///< failed connections since the last page
   int64_t rows_read;
 };
 
@@ -488,12 +491,22 @@ static int cql_split_open(void* reader, const struct sl_split* split, const int6
                                            error)
                        : sl_schema_copy(&r->schema, r->alloc, &s->schema, error);
   if (rc == 0) rc = sl_builder_init_from_schema(&s->batch, &s->schema, r->alloc, error);
-  if (rc == 0) rc = conn_get(r, &s->conn, error);
-  if (rc == 0) rc = ask_page(s, NULL, 0, error);
-  if (rc != 0 && rc != ENOMEM && s->conn != NULL) {
-    // A pooled connection the node has closed since: one new try.
-    sl_error_clear(error);
-    rc = ask_on_new_connection(s, error);
+  if (rc == 0) {
+    rc = conn_get(r, &s->conn, error);
+    if (rc == 0) rc = ask_page(s, NULL, 0, error);
+    // A pooled connection the node has closed since, or a node restarting:
+    // asked again on a new connection.
+    while (rc != 0 && rc != ENOMEM && sl_cql_outage_wait(&s->outage)) {
+      sl_error_clear(error);
+      ++s->attempts;
+      rc = ask_on_new_connection(s, error);
+    }
+    if (rc != 0 && s->attempts > 0 && error != NULL) {
+      char message[sizeof error->message];
+      snprintf(message, sizeof message, "%s", error->message);
+      rc = sl_error_set(error, rc, "%s (asked %d times, unreachable for %.0f s)", message,
+                        s->attempts + 1, sl_cql_outage_seconds(&s->outage));
+    }
   }
   if (rc != 0) {
     cql_split_close(s);
@@ -624,8 +637,9 @@ static int cql_split_next(void* state, struct ArrowArray* out, struct sluice_err
     int code = sl_cql_server_error(s->conn);
     int broken = rc != 0 && code < 0 && rc != ENOMEM;
     int asked_again = 0;
-    while (rc != 0 && (broken || sl_cql_transient(code)) && s->attempts + 1 < CQL_PAGE_ATTEMPTS) {
-      sl_sleep_ms((long)CQL_RETRY_BASE_MS << s->attempts);
+    while (rc != 0 && (broken ? sl_cql_outage_wait(&s->outage)
+                              : sl_cql_transient(code) && s->busy + 1 < CQL_PAGE_ATTEMPTS)) {
+      if (!broken) sl_sleep_ms((long)CQL_RETRY_BASE_MS << s->busy++);
       ++s->attempts;
       sl_error_clear(error);
       rc = broken ? ask_on_new_connection(s, error)
@@ -638,9 +652,16 @@ static int cql_split_next(void* state, struct ArrowArray* out, struct sluice_err
     if (rc != 0 && s->attempts > 0 && error != NULL) {
       char message[sizeof error->message];
       snprintf(message, sizeof message, "%s", error->message);
-      rc = sl_error_set(error, rc, "%s (asked %d times)", message, s->attempts + 1);
+      if (s->outage.tries > 0) {
+        rc = sl_error_set(error, rc, "%s (asked %d times, unreachable for %.0f s)", message,
+                          s->attempts + 1, sl_cql_outage_seconds(&s->outage));
+      } else {
+        rc = sl_error_set(error, rc, "%s (asked %d times)", message, s->attempts + 1);
+      }
     }
     s->attempts = 0;
+    s->busy = 0;
+    if (rc == 0) sl_cql_outage_end(&s->outage);
     struct cql_asker a = asker(r);
     if (rc == 0) rc = sl_cql_rows_parse(&a, what, body, len, &rows, NULL, error);
     if (rc != 0) {

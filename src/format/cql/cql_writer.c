@@ -30,6 +30,7 @@
 #define CQL_MAX_IN_FLIGHT 4096
 /// Tries of one request the node answers with a transient error (write
 /// timeout, overloaded, unavailable: sent again after 100, 200, 400, 800 ms).
+/// A broken connection is made again for as long as sl_cql_outage_wait says.
 #define CQL_WRITE_ATTEMPTS 5
 #define CQL_RETRY_BASE_MS 100
 
@@ -76,6 +77,7 @@ struct cql_write {
   char* clustering_key;
   struct sl_cql_conn* conn;
   int reconnects;  ///< new connections since the last answer
+  struct sl_cql_outage outage;  ///< failed connections since the last answer
   int broken;      ///< the connection failed for good: nothing more to wait for
   /// INSERT of every column (bound variable i is column i), and INSERT of
   /// the partition key and static columns, prepared at the first row of
@@ -402,14 +404,12 @@ static int prepare_again(struct cql_write* w, const struct cql_statement* st,
 }
 
 /// The connection broke with requests in flight (node restarted, connection
-/// reset): after a pause, a new connection, the INSERTs prepared again (a
+/// reset): a new connection, the INSERTs prepared again (a
 /// restarted node has forgotten them, and the requests in flight may use
 /// either) and every request in flight sent again (INSERTs are idempotent).
 static int resume(struct cql_write* w, struct sluice_error* error) {
   sl_cql_close(w->conn);
   w->conn = NULL;
-  sl_sleep_ms((long)CQL_RETRY_BASE_MS << w->reconnects);
-  ++w->reconnects;
   SL_RETURN_NOT_OK(sl_cql_connect(&w->address, w->name, w->alloc, &w->conn, error));
   SL_RETURN_NOT_OK(prepare_again(w, &w->whole, error));
   if (w->statics.id_len > 0) SL_RETURN_NOT_OK(prepare_again(w, &w->statics, error));
@@ -430,7 +430,8 @@ static int receive_one(struct cql_write* w, struct sluice_error* error) {
   struct cql_slot* s = stream >= 0 && stream < w->in_flight ? &w->slots[stream] : NULL;
   int code = sl_cql_server_error(w->conn);
   if (rc != 0 && code < 0 && rc != ENOMEM) {
-    while (rc != 0 && rc != ENOMEM && w->reconnects + 1 < CQL_WRITE_ATTEMPTS) {
+    while (rc != 0 && rc != ENOMEM && sl_cql_outage_wait(&w->outage)) {
+      ++w->reconnects;
       sl_error_clear(error);
       rc = resume(w, error);
     }
@@ -438,7 +439,8 @@ static int receive_one(struct cql_write* w, struct sluice_error* error) {
     if (rc != 0 && error != NULL) {
       char message[sizeof error->message];
       snprintf(message, sizeof message, "%s", error->message);
-      return sl_error_set(error, rc, "%s (connected %d times)", message, w->reconnects + 1);
+      return sl_error_set(error, rc, "%s (connected %d times, unreachable for %.0f s)", message,
+                          w->reconnects + 1, sl_cql_outage_seconds(&w->outage));
     }
     return rc;
   }
@@ -477,6 +479,7 @@ static int receive_one(struct cql_write* w, struct sluice_error* error) {
   }
   s->busy = 0;
   w->reconnects = 0;
+  sl_cql_outage_end(&w->outage);
   w->free_slots[w->n_free++] = stream;
   return 0;
 }
