@@ -257,6 +257,7 @@ class CassandraNode:
         self.proc: subprocess.Popen | None = None
         self._stdout = None
         self._clusters: list = []
+        self._cmd: list[str] | None = None  # the java command line (restart() runs it again)
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> "CassandraNode":
@@ -294,7 +295,7 @@ class CassandraNode:
         logback = self.root / "logback.xml"
         logback.write_text(LOGBACK.format(log=self.log_path))
 
-        cmd = ["java", *HEAP_FLAGS, *JDK17_FLAGS, *FAST_START_FLAGS,
+        self._cmd = ["java", *HEAP_FLAGS, *JDK17_FLAGS, *FAST_START_FLAGS,
                "-Djava.net.preferIPv4Stack=true",
                f"-Dcassandra.config={yaml_path.as_uri()}",
                f"-Dcassandra.storagedir={self.root}",
@@ -306,9 +307,12 @@ class CassandraNode:
                # no third port to find and nothing for parallel runs to clash on.
                "-cp", str(cassandra_lib() / "*"),
                "org.apache.cassandra.service.CassandraDaemon"]
-        self._stdout = open(self.root / "logs" / "stdout.log", "wb")
+        return self._spawn()
+
+    def _spawn(self) -> "CassandraNode":
+        self._stdout = open(self.root / "logs" / "stdout.log", "ab")
         t0 = time.monotonic()
-        self.proc = subprocess.Popen(cmd, cwd=self.root, stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(self._cmd, cwd=self.root, stdin=subprocess.DEVNULL,
                                      stdout=self._stdout, stderr=subprocess.STDOUT,
                                      start_new_session=True,
                                      preexec_fn=_die_with_parent_hook())
@@ -319,6 +323,21 @@ class CassandraNode:
             raise
         self.start_seconds = time.monotonic() - t0
         return self
+
+    def kill(self) -> None:
+        """SIGKILLs the node (a crash), keeping its directory: restart() starts
+        it again on the same data and ports. Sessions of session() stay open
+        (the driver reconnects)."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+        self.proc = None
+        self._stdout.close()
+        self._stdout = None
+
+    def restart(self) -> "CassandraNode":
+        """Starts a node killed by kill() again and returns once the superuser
+        can log in (start_seconds: how long that took)."""
+        return self._spawn()
 
     def _wait_ready(self, deadline: float) -> None:
         # 1. the CQL port accepts connections

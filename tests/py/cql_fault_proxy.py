@@ -14,7 +14,10 @@ stream id, so that clients with many requests in flight work too. every=0
 injects nothing: the proxy then only counts the traffic (`traffic`: frames,
 LZ4-compressed frames and body bytes each way). With `outage=SECONDS`, the
 first injection (a drop) also closes every connection and refuses new ones for
-that long, as a node that is down and restarts on the same port."""
+that long, as a node that is down and restarts on the same port. With
+`hold_after=N`, the answers to targeted requests after the N-th are held
+(`holding` is set) until release(): a client stalls mid-scan. A connection
+the node refuses (it is down) is closed at once."""
 from __future__ import annotations
 
 import socket
@@ -30,10 +33,13 @@ OP_QUERY, OP_RESULT, OP_EXECUTE, OP_BATCH, OP_ERROR = 0x07, 0x08, 0x0A, 0x0D, 0x
 
 class FaultProxy:
     def __init__(self, node, code: int, every: int, writes: bool = False, once: bool = False,
-                 drop: bool = False, outage: float = 0.0):
+                 drop: bool = False, outage: float = 0.0, hold_after: int | None = None):
         self.node, self.code, self.every, self.writes = node, code, every, writes
         self.once, self.drop, self.outage = once, drop, outage
         self._sockets = set()  # every open socket, closed by an outage
+        self.hold_after = hold_after
+        self.holding = threading.Event()
+        self._released = threading.Event()
         self._failed = set()  # requests failed already (once=True)
         self.injected = 0
         self.traffic = {"up": [0, 0, 0], "down": [0, 0, 0]}  # frames, compressed, bytes
@@ -74,7 +80,12 @@ class FaultProxy:
         """cql:// of `table` ("ks.t") through the proxy."""
         return f"cql://{self.node.username}:{self.node.password}@127.0.0.1:{self.port}/{table}"
 
+    def release(self):
+        """Lets the answers held (hold_after) through, and all later ones."""
+        self._released.set()
+
     def close(self):
+        self._released.set()
         self._closed = True
         self._close_listener()
 
@@ -125,7 +136,11 @@ class FaultProxy:
                 client, _ = listener.accept()
             except OSError:
                 return
-            upstream = socket.create_connection((self.node.host, self.node.port))
+            try:
+                upstream = socket.create_connection((self.node.host, self.node.port))
+            except OSError:  # the node is down: so is this connection
+                client.close()
+                continue
             with self._lock:
                 self._sockets.update((client, upstream))
             asked = {}  # stream id -> is the request targeted
@@ -164,8 +179,12 @@ class FaultProxy:
                         inject = inject and request not in self._failed
                         self._failed.add(request) if inject else None
                     self.injected += inject
+                    hold = self.hold_after is not None and self._seen > self.hold_after
                     outage, self.outage = (self.outage, 0.0) if inject and self.drop \
                         else (0.0, self.outage)  # the first drop only
+                if hold and not self._released.is_set():
+                    self.holding.set()
+                    self._released.wait()
                 if outage:
                     self._go_down(outage)
                     return
