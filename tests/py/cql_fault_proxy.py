@@ -12,9 +12,7 @@ as when a node restarts or a connection is reset (the request may well have
 been executed). Frames are parsed both ways, and answers matched to requests by
 stream id, so that clients with many requests in flight work too. every=0
 injects nothing: the proxy then only counts the traffic (`traffic`: frames,
-LZ4-compressed frames and body bytes each way). With `outage=SECONDS`, the
-first injection (a drop) also closes every connection and refuses new ones for
-that long, as a node that is down and restarts on the same port. With
+LZ4-compressed frames and body bytes each way). With
 `hold_after=N`, the answers to targeted requests after the N-th are held
 (`holding` is set) until release(): a client stalls mid-scan. A connection
 the node refuses (it is down) is closed at once."""
@@ -23,6 +21,7 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+import time
 
 READ_TIMEOUT = 0x1200
 WRITE_TIMEOUT = 0x1100
@@ -33,10 +32,9 @@ OP_QUERY, OP_RESULT, OP_EXECUTE, OP_BATCH, OP_ERROR = 0x07, 0x08, 0x0A, 0x0D, 0x
 
 class FaultProxy:
     def __init__(self, node, code: int, every: int, writes: bool = False, once: bool = False,
-                 drop: bool = False, outage: float = 0.0, hold_after: int | None = None):
+                 drop: bool = False, hold_after: int | None = None):
         self.node, self.code, self.every, self.writes = node, code, every, writes
-        self.once, self.drop, self.outage = once, drop, outage
-        self._sockets = set()  # every open socket, closed by an outage
+        self.once, self.drop = once, drop
         self.hold_after = hold_after
         self.holding = threading.Event()
         self._released = threading.Event()
@@ -45,36 +43,11 @@ class FaultProxy:
         self.traffic = {"up": [0, 0, 0], "down": [0, 0, 0]}  # frames, compressed, bytes
         self._seen = 0
         self._lock = threading.Lock()
-        self.port = 0
-        self._closed = False
-        self._listen()
-
-    def _listen(self):
-        if self._closed:
-            return
         self.listener = socket.socket()
-        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind(("127.0.0.1", self.port))
+        self.listener.bind(("127.0.0.1", 0))
         self.listener.listen(64)
         self.port = self.listener.getsockname()[1]
         threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
-
-    def _go_down(self, seconds: float):
-        """Closes the listener and every connection; listens again on the same
-        port after `seconds`. Meanwhile a connection is refused (RST):
-        nothing listens on the port."""
-        self._close_listener()
-        with self._lock:
-            sockets, self._sockets = list(self._sockets), set()
-        for sock in sockets:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            sock.close()
-        timer = threading.Timer(seconds, self._listen)
-        timer.daemon = True
-        timer.start()
 
     def url(self, table: str) -> str:
         """cql:// of `table` ("ks.t") through the proxy."""
@@ -86,10 +59,6 @@ class FaultProxy:
 
     def close(self):
         self._released.set()
-        self._closed = True
-        self._close_listener()
-
-    def _close_listener(self):
         try:  # wakes the thread blocked in accept(): close() alone would not
             self.listener.shutdown(socket.SHUT_RDWR)
         except OSError:
@@ -135,14 +104,15 @@ class FaultProxy:
             try:
                 client, _ = listener.accept()
             except OSError:
-                return
+                if listener.fileno() < 0:  # closed by close()
+                    return
+                time.sleep(0.01)  # a client gone before it was accepted, or closing
+                continue
             try:
                 upstream = socket.create_connection((self.node.host, self.node.port))
             except OSError:  # the node is down: so is this connection
                 client.close()
                 continue
-            with self._lock:
-                self._sockets.update((client, upstream))
             asked = {}  # stream id -> is the request targeted
             threading.Thread(target=self._up, args=(client, upstream, asked), daemon=True).start()
             threading.Thread(target=self._down, args=(upstream, client, asked),
@@ -180,14 +150,9 @@ class FaultProxy:
                         self._failed.add(request) if inject else None
                     self.injected += inject
                     hold = self.hold_after is not None and self._seen > self.hold_after
-                    outage, self.outage = (self.outage, 0.0) if inject and self.drop \
-                        else (0.0, self.outage)  # the first drop only
                 if hold and not self._released.is_set():
                     self.holding.set()
                     self._released.wait()
-                if outage:
-                    self._go_down(outage)
-                    return
                 if inject and self.drop:
                     for sock in (client, upstream):
                         try:

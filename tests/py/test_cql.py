@@ -485,11 +485,7 @@ def test_silent_node_times_out_as_asked(sluice, tmp_path):
     # Every fifth page's connection closed before its answer, as when a node
     # restarts: asked for again on a new connection, from the same paging state.
     dict(code=READ_TIMEOUT, every=5, drop=True, options="splits=4,page_rows=1000", least=3),
-    # The node down for 5 s (every connection closed, new ones refused), as
-    # while it restarts: connected again once it is back.
-    dict(code=READ_TIMEOUT, every=5, drop=True, outage=5.0, options="splits=4,page_rows=1000",
-         least=1),
-], ids=["timeouts", "dropped", "down 5 s"])
+], ids=["timeouts", "dropped"])  # a node down for a while: test_cql_restart.py
 def test_pages_that_fail_are_asked_again(sluice, node, events, fault):
     fault = dict(fault)
     options, least = fault.pop("options"), fault.pop("least")
