@@ -495,6 +495,13 @@ struct sluice_batch_tag {
 /// its tag, which matters with ordered = 0.
 struct sluice_scanner;
 
+/// Starts a scan of every split with the dataset's options into *out (close
+/// it with sluice_scanner_close). As with sluice_dataset_scan, a stream
+/// format (an Arrow IPC stream, length-prefixed records) is read once per
+/// dataset: a second scan of it fails at its first sluice_scanner_next
+/// ("can be scanned only once"). NULL arguments are EINVAL, a scan that
+/// cannot start (out of memory) fails here; a split's own errors come from
+/// sluice_scanner_next. Same as sluice_scanner_open_with(dataset, NULL, ...).
 SLUICE_EXPORT int sluice_scanner_open(struct sluice_dataset* dataset, struct sluice_scanner** out,
                         struct sluice_error* error);
 
@@ -508,7 +515,8 @@ SLUICE_EXPORT void sluice_scanner_close(struct sluice_scanner* scanner);
 
 /// Rows split `split` (0..sluice_dataset_num_splits - 1) is planned to hold,
 /// before any row limit, when the format knows it ahead (e.g. a Parquet row
-/// group's count); -1 when it does not, or when `split` is out of range. Lets a caller place each split's rows in preallocated columns.
+/// group's count); -1 when it does not, or when `split` is out of range.
+/// Lets a caller place each split's rows in preallocated columns.
 SLUICE_EXPORT int64_t sluice_dataset_split_rows(struct sluice_dataset* dataset, int64_t split);
 
 /// Reads what it takes for sluice_dataset_split_rows to know more splits'
