@@ -2228,3 +2228,23 @@ def test_tar_archive_names_are_not_written(sluice, tmp_path):
     import gzip
     sluice.run("convert", src, tmp_path / "x.star.gz", "-t", "csv", "-q")
     assert gzip.decompress((tmp_path / "x.star.gz").read_bytes()) == src.read_bytes()
+
+
+def test_a_backslash_escaped_quote_suggests_escape_backslash(sluice, tmp_path):
+    """A quote after a backslash ("x\\"y", pandas' escapechar) is not RFC
+    4180: the error says escape=backslash (it suggested only stray_quotes=
+    and other dialects), and with it the values are pyarrow's with
+    escape_char='\\\\'."""
+    import pyarrow.csv as pacsv
+    path = tmp_path / "esc.csv"
+    path.write_bytes(b'a,b\n"x\\"y",2\n"plain",3\n')
+    for src in (path, "-"):
+        proc = sluice.run_raw("cat", src, "-t", "csv") if src != "-" else subprocess.run(
+            [sluice.binary, "cat", "-", "-t", "csv"], input=path.read_bytes(),
+            capture_output=True, timeout=60)
+        err = proc.stderr.decode()
+        assert proc.returncode != 0 and "line 2 (byte 7)" in err, err
+        assert "follows a backslash" in err and "escape=backslash" in err, err
+    got = sluice.run("cat", path, "-t", "jsonl", "-O", "escape=backslash").stdout.decode()
+    want = pacsv.read_csv(path, parse_options=pacsv.ParseOptions(escape_char="\\"))
+    assert [json.loads(line) for line in got.splitlines()] == want.to_pylist()

@@ -287,7 +287,9 @@ static int tok_error(struct analysis* a, enum csv_tok_status st, int64_t err_pos
   return sl_error_set(error, EILSEQ, "%s: line %lld (byte %lld): %s%s", a->name,
                       (long long)sl_csv_line_of(a->data, err_pos), (long long)err_pos,
                       sl_csv_tok_message(st),
-                      sl_csv_tok_hint(a->opts, &a->out->dialect, st, hint, sizeof hint));
+                      sl_csv_tok_hint(a->opts, &a->out->dialect, st,
+                                      err_pos > 0 && a->data[err_pos - 1] == '\\', hint,
+                                      sizeof hint));
 }
 
 /// bad_rows=skip: a row after the first one wider than max_columns has no

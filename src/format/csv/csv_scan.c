@@ -654,8 +654,15 @@ const char* sl_csv_tok_message(enum csv_tok_status st) {
 }
 
 const char* sl_csv_tok_hint(const struct csv_options* o, const struct csv_dialect* d,
-                            enum csv_tok_status st, char* buf, size_t cap) {
+                            enum csv_tok_status st, int after_backslash, char* buf,
+                            size_t cap) {
   buf[0] = '\0';
+  if (st == CSV_TOK_STRAY_QUOTE && after_backslash && d->escape == 0) {
+    // "x\"y" (pandas' and MySQL's escapechar) is not RFC 4180: say so first.
+    snprintf(buf, cap, "; the quote follows a backslash: for a file that escapes quotes so "
+             "(\\\"), give escape=backslash");
+    return buf;
+  }
   if (st == CSV_TOK_TOO_MANY_FIELDS) {
     snprintf(buf, cap, " (more than %lld, the CSV option max_columns: each column costs 1 to 5 "
              "KiB of memory whatever its bytes; by default the memory budget / 1 KiB, at least "
