@@ -392,22 +392,23 @@ static int file_plan(void* reader, struct sl_split** splits, int64_t* n,
 }
 
 /// The row count and field nodes of batch `i`, from its metadata alone (the
-/// body is not read). `view` holds the bytes `nodes` points into; the caller
-/// releases it.
-static int block_nodes(struct ipc_file* f, int64_t i, struct sl_view* view, int64_t* rows,
-                       struct fb_vec* nodes, struct sluice_error* error) {
+/// body is not read). `view` holds the bytes and `msg` the flatbuffer that
+/// `nodes` points into (both the caller's: `nodes` is read after this
+/// returns); the caller releases the view.
+static int block_nodes(struct ipc_file* f, int64_t i, struct sl_view* view,
+                       struct ipc_message* msg, int64_t* rows, struct fb_vec* nodes,
+                       struct sluice_error* error) {
   const struct ipc_block* b = &f->batches[i];
   struct ipc_where where = {f->source->name, b->offset};
-  struct ipc_message msg;
-  SL_RETURN_NOT_OK(read_block_message(f, b, b->meta_len, view, &msg, error));
+  SL_RETURN_NOT_OK(read_block_message(f, b, b->meta_len, view, msg, error));
   int rc = 0;
-  if (msg.header_type != IPC_MESSAGE_RECORD_BATCH)
+  if (msg->header_type != IPC_MESSAGE_RECORD_BATCH)
     rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": record batch block %" PRId64
-                      " holds message type %d", where.name, where.offset, i, msg.header_type);
-  else if (sl_fb_read_i64(&msg.header, IPC_RECORD_BATCH_LENGTH, 0, rows) < 0 ||
-           sl_fb_read_vec(&msg.header, IPC_RECORD_BATCH_NODES, IPC_FIELD_NODE_STRUCT_SIZE,
+                      " holds message type %d", where.name, where.offset, i, msg->header_type);
+  else if (sl_fb_read_i64(&msg->header, IPC_RECORD_BATCH_LENGTH, 0, rows) < 0 ||
+           sl_fb_read_vec(&msg->header, IPC_RECORD_BATCH_NODES, IPC_FIELD_NODE_STRUCT_SIZE,
                           nodes) < 0)
-    rc = sl_ipc_fb_error(msg.header.buf, &where, "RecordBatch", error);
+    rc = sl_ipc_fb_error(msg->header.buf, &where, "RecordBatch", error);
   else if (*rows < 0)
     rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": negative record batch length %" PRId64,
                       where.name, where.offset, *rows);
@@ -426,9 +427,10 @@ static int file_count_split_rows(void* reader, struct sl_split* splits, int64_t 
   for (int64_t i = 0; i < n; ++i) {
     if (splits[i].index < 0 || splits[i].index >= f->n_batches) continue;
     struct sl_view view;
+    struct ipc_message msg;
     struct fb_vec nodes;
     int64_t rows;
-    SL_RETURN_NOT_OK(block_nodes(f, splits[i].index, &view, &rows, &nodes, error));
+    SL_RETURN_NOT_OK(block_nodes(f, splits[i].index, &view, &msg, &rows, &nodes, error));
     sl_view_release(&view);
     splits[i].est_rows = rows;
   }
@@ -459,9 +461,10 @@ static int file_stored_stats(void* reader, const int64_t* columns, int64_t n_col
   }
   for (int64_t i = 0; i < f->n_batches; ++i) {
     struct sl_view view;
+    struct ipc_message msg;
     struct fb_vec nodes;
     int64_t rows;
-    SL_RETURN_NOT_OK(block_nodes(f, i, &view, &rows, &nodes, error));
+    SL_RETURN_NOT_OK(block_nodes(f, i, &view, &msg, &rows, &nodes, error));
     int rc = 0;
     for (int64_t c = 0; rc == 0 && c < n; ++c) {
       const struct ipc_field* field = &root->children[columns ? columns[c] : c];
