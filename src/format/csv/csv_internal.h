@@ -33,6 +33,7 @@ struct csv_nulls {
 struct csv_options {
   int delimiter;      ///< -1 = sniff
   int comment;        ///< 0 = none, else lines starting with it are skipped
+  int comment_given;  ///< comment= was set (else '#' when sniffed, csv_dialect.c)
   int quote;          ///< 0 = quoting off
   int quote_given;    ///< quote= was set (else '"', or '\'' when sniffed)
   int escape;         ///< 0 = none (doubled quotes only), else e.g. '\\'

@@ -2,7 +2,8 @@
 // format_options). Keys:
 //   delimiter=comma|semicolon|tab|pipe|<one char>   (default: sniffed)
 //   quote=<char>|none          escape=backslash|<char>|none
-//   comment=<char>|none        (a line starting with it is skipped; default none)
+//   comment=<char>|none        (a line starting with it is skipped; default: '#' when
+//                              sniffed, see csv_dialect.c, else none)
 //   null_values=A|B|...        the null spellings, replacing the default set
 //                              ("", NA, NULL, null); an empty item is the empty
 //                              field, so "null_values=" means only empty fields
@@ -313,6 +314,7 @@ int sl_csv_options_parse(const char* text, const struct sluice_allocator* alloc,
       ok = parse_char(v, vlen, 1, &o->escape);
     } else if (KEY("comment")) {
       ok = parse_char(v, vlen, 1, &o->comment);
+      o->comment_given = 1;
     } else if (KEY("null_values")) {
       rc = parse_nulls(v, vlen, alloc, &o->nulls, error);
     } else if (KEY("header")) {
