@@ -1749,3 +1749,28 @@ def test_wide_reader_schema_matches_fields_and_symbols_as_fastavro(sluice, tmp_p
         want = list(fastavro.reader(f, reader_schema=fastavro.parse_schema(reader)))
     assert table.column_names == [fl["name"] for fl in reader["fields"]]
     assert table.to_pylist() == want
+
+
+def test_trailing_bytes_and_a_piped_reader_schema_are_named(tmp_path, sluice):
+    """Bytes after the last block read as a block header whose size is
+    negative: the error says which field is negative and that it is no block
+    header (it said "negative object count (0) or size (-1)"; fastavro fails
+    too). A reader schema from a pipe is refused as the reader schema, not as
+    the data file (it is read for each object)."""
+    good = tmp_path / "good.avro"
+    with open(good, "wb") as f:
+        fastavro.writer(f, {"type": "record", "name": "r", "fields": [{"name": "a", "type": "long"}]},
+                        [{"a": i} for i in range(10)])
+    path = tmp_path / "tail.avro"
+    path.write_bytes(good.read_bytes() + b"\x00\x01garbage")
+    proc = sluice.run_raw("cat", path, "-t", "jsonl")
+    err = proc.stderr.decode()
+    assert proc.returncode != 0
+    assert f"block 1 at byte {len(good.read_bytes())}: negative byte size (-1): not a block " \
+        "header" in err, err
+    with pytest.raises(Exception):
+        list(fastavro.reader(open(path, "rb")))
+    proc = subprocess.run(["bash", "-c", f"'{sluice.binary}' cat '{good}' --reader-schema "
+                           "<(echo '\"long\"')"], capture_output=True, timeout=60)
+    err = proc.stderr.decode()
+    assert proc.returncode != 0 and "reader schema /dev/fd/" in err and "not a regular file" in err, err

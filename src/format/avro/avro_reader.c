@@ -247,10 +247,13 @@ static int read_header(struct avro_reader* r, struct sluice_error* error) {
 /// file cannot hold are errors.
 static int check_block_header(struct avro_reader* r, const char* label,
                               const struct avro_block* b, struct sluice_error* error) {
+  // (bytes after the last block read as a header too: say which one is bad)
   if (b->count < 0 || b->size < 0)
-    return sl_error_set(error, EILSEQ, "%s: %s at byte %" PRId64 ": negative "
-                        "object count (%" PRId64 ") or size (%" PRId64 ")", r->source->name,
-                        label, b->header, b->count, b->size);
+    return sl_error_set(error, EILSEQ, "%s: %s at byte %" PRId64 ": negative %s (%" PRId64
+                        "): not a block header (bytes after the last block, or a damaged one)",
+                        r->source->name, label, b->header,
+                        b->count < 0 ? "object count" : "byte size",
+                        b->count < 0 ? b->count : b->size);
   int64_t left = r->source->size - b->data;
   if (!r->forward && b->size > left)
     return sl_error_set(error, EILSEQ, "%s: %s at byte %" PRId64 ": truncated "
@@ -566,7 +569,10 @@ static int parse_options(struct avro_reader* r, const char* options, struct slui
       struct sl_view v = {0};
       int rc = sl_source_open(path, r->alloc, &src, error);
       if (rc == 0) {
-        rc = src->size < 0 ? sl_error_set(error, EINVAL, "%s: not a regular file", path)
+        // (read again for each object of a dataset: a pipe would be read once)
+        rc = src->size < 0 ? sl_error_set(error, EINVAL, "reader schema %s: not a regular "
+                                          "file (it is read for each Avro object: save it "
+                                          "to a file)", path)
                            : sl_source_read_at(src, 0, src->size, &v, error);
         if (rc == 0) {
           r->reader_json = sl_strndup(r->alloc, (const char*)v.data, (size_t)v.size);
