@@ -1105,3 +1105,32 @@ def test_many_one_row_batches_are_not_held_one_by_one(sluice, tmp_path):
     sluice.run("convert", whole, tmp_path / "whole.parquet")
     assert (tmp_path / "tiny.parquet").read_bytes() == (tmp_path / "whole.parquet").read_bytes()
     assert_peers_read(tmp_path / "tiny.parquet", table)
+
+
+def test_legacy_statistics_fields_are_pyarrows(sluice, tmp_path):
+    """Statistics' legacy min/max (the only bounds old readers know) and
+    min_value/max_value are those pyarrow writes for the same table:
+    booleans, decimals (FIXED_LEN_BYTE_ARRAY) and float16 had no legacy
+    ones; unsigned integers and strings keep none, as in pyarrow."""
+    import decimal
+    dec = [decimal.Decimal(v) for v in ("1.50", "-2.25", "999.99", "-0.01")]
+    table = pa.table({
+        "b": pa.array([True, False, None, True]),
+        "d5": pa.array(dec, pa.decimal128(5, 2)),
+        "d30": pa.array(dec, pa.decimal128(30, 2)),
+        "h": pa.array([1.5, -2.0, None, 0.25], pa.float16()),
+        "i8": pa.array([-3, 7, 0, None], pa.int8()),
+        "u32": pa.array([1, 2**32 - 1, 0, None], pa.uint32()),
+        "f": pa.array([0.5, -1.5, None, 2.0]),
+        "s": pa.array(["b", "a", None, "é"]),
+        "ts": pa.array([1, -5, None, 7], pa.timestamp("ms", "UTC")),
+    })
+    out = convert(sluice, tmp_path, table, "row_group_size=2")
+    ref = reference(tmp_path, table, row_group_size=2)
+    q = ("select row_group_id, path_in_schema, stats_min, stats_max, stats_min_value, "
+         "stats_max_value, stats_null_count from parquet_metadata('{}') "
+         "order by row_group_id, column_id")
+    got, want = duckdb.sql(q.format(out)).fetchall(), duckdb.sql(q.format(ref)).fetchall()
+    assert got == want
+    legacy = {r[1] for r in got if r[2] is not None}
+    assert {"b", "d5", "d30", "h"} <= legacy, legacy

@@ -220,10 +220,12 @@ int sl_pqw_stats_compute(const struct pqw_leaf* leaf, const uint8_t* values, int
   st->min_value = (struct pq_bytes){chunk->stat_bytes, size, 1};
   st->max_value = (struct pq_bytes){chunk->stat_bytes + size, size, 1};
   st->is_min_value_exact = st->is_max_value_exact = 1;
-  // The legacy min/max are defined with signed comparison: like Arrow C++,
-  // fill them too where that is the column's order, for older readers.
-  if ((leaf->order == PQW_ORD_SIGNED || leaf->order == PQW_ORD_FLOAT) && leaf->type != PQ_BOOLEAN &&
-      leaf->type != PQ_FIXED_LEN_BYTE_ARRAY) {
+  // The legacy min/max are defined with signed comparison: like Arrow C++
+  // (pyarrow 26), fill them too where that is the column's order (booleans,
+  // decimals and float16 included), for readers that know no other.
+  if (leaf->order == PQW_ORD_SIGNED || leaf->order == PQW_ORD_FLOAT ||
+      leaf->order == PQW_ORD_FLOAT16 || leaf->order == PQW_ORD_DECIMAL_BE ||
+      leaf->type == PQ_BOOLEAN) {  // (false < true either way)
     st->min = st->min_value;
     st->max = st->max_value;
   }
