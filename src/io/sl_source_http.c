@@ -219,7 +219,8 @@ struct xfer {
   int64_t suffix;      ///< > 0: the Range asked for is the last `suffix` bytes
   int body_started;
   long status;
-  long retry_after_s;  ///< a 429's or 503's Retry-After in seconds (0 = none)
+  long retry_after_s;  ///< a 429's or 503's Retry-After in seconds (0 = none, -1 = too long)
+  int64_t retry_after_asked;  ///< that Retry-After as the server gave it (0 = none)
   struct http_tag etag;
   struct http_tag modified;
   int accept_ranges;
@@ -653,6 +654,7 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
   }
   if (headers != NULL) s->curl->easy_setopt(h, CURLOPT_HTTPHEADER, headers);
   x->retry_after_s = 0;
+  x->retry_after_asked = 0;
   CURLcode c = s->curl->easy_perform(h);
   if (c == CURLE_ABORTED_BY_CALLBACK && x->stalled) {
     c = CURLE_OPERATION_TIMEDOUT;
@@ -668,7 +670,10 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
     // (libcurl before 7.66 does not know it: then no Retry-After is seen)
     curl_off_t after = 0;
     if (s->curl->easy_getinfo(h, CURLINFO_RETRY_AFTER, &after) == CURLE_OK && after > 0) {
-      x->retry_after_s = after < HTTP_RETRY_AFTER_CAP_S ? (long)after : HTTP_RETRY_AFTER_CAP_S;
+      // Longer than the cap: the server is down for long; retrying after
+      // the cap would only wait minutes in silence (status_error says it).
+      x->retry_after_s = after <= HTTP_RETRY_AFTER_CAP_S ? (long)after : -1;
+      x->retry_after_asked = after;
     }
   }
   s->curl->slist_free_all(headers);
@@ -687,6 +692,12 @@ static void backoff(int attempt, const struct xfer* x, unsigned* seed) {
   sl_backoff(attempt, HTTP_BACKOFF_BASE_MS, HTTP_BACKOFF_CAP_MS, seed);
 }
 
+/// A busy server's answer worth asking again: a 5xx or 429, unless its
+/// Retry-After passes HTTP_RETRY_AFTER_CAP_S.
+static int busy_retryable(const struct xfer* x) {
+  return (x->status >= 500 || x->status == 429) && x->retry_after_s >= 0;
+}
+
 static unsigned make_seed(const void* p, int64_t salt) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -701,6 +712,8 @@ static const char* status_reason(long status) {
     case 404: return "not found";
     case 412: return "precondition failed";
     case 416: return "range not satisfiable";
+    case 429: return "too many requests";
+    case 503: return "service unavailable";
     default:
       return status >= 500   ? "server error"
              : status >= 400 ? "request failed"
@@ -729,10 +742,15 @@ static int status_error(struct sl_http_source* s, const struct xfer* x, const ch
     }
     body[k] = '\0';
   }
-  return sl_error_set(error, code, "%s: %s: %s%s%sHTTP %ld (%s)%s%s", s->base.name, what,
+  char later[96] = "";
+  if (x->retry_after_s < 0) {
+    snprintf(later, sizeof later, " (it asks to retry after %lld s: more than %d s, not waited)",
+             (long long)x->retry_after_asked, HTTP_RETRY_AFTER_CAP_S);
+  }
+  return sl_error_set(error, code, "%s: %s: %s%s%sHTTP %ld (%s)%s%s%s", s->base.name, what,
                       x->target[0] != '\0' ? "redirected to " : "", x->target,
                       x->target[0] != '\0' ? ": " : "", x->status, status_reason(x->status),
-                      k > 0 ? ": " : "", body);
+                      later, k > 0 ? ": " : "", body);
 }
 
 /// A failed attempt `x` that got no answer: libcurl's reason (sl_curl_reason),
@@ -796,7 +814,7 @@ static int ranged_attempt_error(struct sl_http_source* s, const struct xfer* x, 
     return sl_error_set(error, EIO, "%s: %s: the server answered with a different range",
                         s->base.name, what);
   }
-  if (x->status >= 500 || x->status == 429) {
+  if (busy_retryable(x)) {
     *retry = 1;
     status_error(s, x, what, error);
     return 0;
@@ -915,7 +933,7 @@ static int http_head(struct sl_http_source* s, struct sluice_error* error) {
       s->ranges = 0;
       break;
     }
-    if (c == CURLE_OK && (x.status >= 500 || x.status == 429)) {
+    if (c == CURLE_OK && busy_retryable(&x)) {
       retry = 1;
       status_error(s, &x, "HEAD", error);
     } else if (c == CURLE_OK) {
@@ -1042,7 +1060,7 @@ static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int tai
     // Busy or unreachable for a moment (503 SlowDown, a reset): the opening
     // GET again, as every ranged GET is retried (a presigned URL may refuse
     // the HEAD below).
-    int again = sign_rc == 0 && (x.status >= 500 || x.status == 429 ||
+    int again = sign_rc == 0 && (busy_retryable(&x) ||
                                  (x.status == 0 && sl_curl_retryable(c)));
     if (!again || attempt + 1 >= HTTP_MAX_ATTEMPTS) break;
     backoff(attempt, &x, &seed);
@@ -1720,7 +1738,7 @@ static void* stream_worker(void* arg) {
       break;
     }
     int retry;
-    if (x.status >= 500 || x.status == 429) {
+    if (busy_retryable(&x)) {
       retry = 1;
       status_error(s, &x, "GET", &err);
     } else if (x.status >= 300) {

@@ -272,6 +272,7 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
     elsewhere: 302 to the server's redirect_to (a test sets it).
     stall: the first GET of more than 100,000 bytes sends those and then
     nothing for 30 s. retryafter: as flaky, each 503 with Retry-After: 2.
+    retrylong: every request a 429 with Retry-After: 3600.
     cappednohead: as capped, and every HEAD refused with a 403; suffix416:
     a suffix range answered with a 416 and "bytes */SIZE", HEAD refused too."""
 
@@ -353,6 +354,14 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             if body:
                 self.wfile.write(body_text)
+            return
+        if mode == "retrylong":
+            self.send_response(429)
+            self.send_header("Retry-After", "3600")
+            self.send_header("Content-Length", "4")
+            self.end_headers()
+            if body:
+                self.wfile.write(b"busy")
             return
         if mode == "down" or (mode in ("flaky", "nohead", "retryafter") and flaky_try % 2 == 1):
             self.send_response(503)
@@ -964,6 +973,21 @@ def test_retry_after_is_waited(sluice, fault_server, tmp_path):
     # every 503 was followed by its retry no sooner than asked
     gaps = [b - a for a, b in zip(srv.times, srv.times[1:])]
     assert len(srv.times) >= 2 and max(gaps) >= 1.9, gaps
+
+
+def test_a_retry_after_past_the_cap_is_not_waited(sluice, fault_server):
+    """A 429 asking to retry after an hour: an error at once that says so
+    (it waited the 60 s cap five times, 5 minutes in silence, and called a
+    429 "request failed"); curl --retry gives up on such a wait too."""
+    srv = fault_server["server"]
+    before = srv.requests
+    proc = sluice.run_raw("cat", f"{fault_server['url']}/retrylong/t.csv", "-n", "1",
+                          timeout=120)
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    assert "HTTP 429 (too many requests) (it asks to retry after 3600 s: more than 60 s, " \
+        "not waited): busy" in err, err
+    assert srv.requests - before == 1, srv.log[before:]  # asked once, not retried
 
 
 def test_password_in_the_url_is_not_in_messages(sluice, fault_server, tmp_path):
