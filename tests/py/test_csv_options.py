@@ -173,6 +173,34 @@ def test_hash_lines_that_are_not_sniffed_as_comments(sluice, tmp_path, text):
     assert [json.loads(line) for line in proc.stdout.decode().splitlines()] == want
 
 
+@pytest.mark.parametrize("text,options,want", [
+    # bad_rows=skip: '#' rows are rows, the wide one skipped (DuckDB's
+    # ignore_errors reads these three; the sniff took '#' for a comment)
+    ("tag,count\n#ai,5\n#ml,3,x\n#db,7\nplain,1\n", ["bad_rows=skip"],
+     [{"tag": "#ai", "count": 5}, {"tag": "#db", "count": 7}, {"tag": "plain", "count": 1}]),
+    ("c,n,note\n#ff0000,red\n#00ff00,green,ok\n", ["missing_fields=null"],
+     [{"c": "#ff0000", "n": "red", "note": None}, {"c": "#00ff00", "n": "green", "note": "ok"}]),
+    # a header ending in a delimiter over rows without one: even, no comment
+    ("colour,name,\n#ff0000,red\n#00ff00,green\n", [],
+     [{"colour": "#ff0000", "name": "red"}, {"colour": "#00ff00", "name": "green"}]),
+    # one row left without the '#' lines is no evidence: the field-count error
+    ("#1,a\n#2,b,c\n3,d\n", [], "expected 2 fields, found 3"),
+])
+def test_hash_rows_the_options_take_are_not_comments(sluice, tmp_path, text, options, want):
+    """The comment sniff leaves '#' rows that bad_rows=skip, missing_fields=
+    null or a header's trailing delimiter make rows: they were dropped
+    silently as comments."""
+    path = tmp_path / "h.csv"
+    path.write_text(text)
+    args = [a for o in options for a in ("-O", o)]
+    proc = sluice.run_raw("cat", path, "-t", "jsonl", *args)
+    if isinstance(want, str):
+        assert proc.returncode != 0 and want.encode() in proc.stderr, proc.stderr
+        return
+    assert proc.returncode == 0, proc.stderr
+    assert [json.loads(line) for line in proc.stdout.decode().splitlines()] == want
+
+
 # ---- null spellings -----------------------------------------------------------------
 
 NULL_SETS = [

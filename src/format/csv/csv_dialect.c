@@ -42,10 +42,11 @@ void sl_csv_layout_free(struct csv_layout* l, const struct sluice_allocator* all
 
 /// The fields of each of the first rows (50, within 64 KiB) of data[start,
 /// size) read with dialect d, when every row has as many (a trailing empty
-/// field on rows after the first tolerated); -1 when they differ, 0 for no
-/// rows, -2 when out of memory. `rows` is scratch.
+/// field on rows after the first tolerated, and with `first_may_trail` one
+/// on the first row alone, "a,b," over "1,2", as analyze reads it); -1 when
+/// they differ, 0 for no rows, -2 when out of memory. `rows` is scratch.
 static int64_t even_fields(const struct csv_dialect* d, const uint8_t* data, int64_t start,
-                           int64_t size, struct csv_rows* rows) {
+                           int64_t size, int first_may_trail, struct csv_rows* rows) {
   csv_rows_clear(rows);
   int64_t pos = start, err = 0;
   enum csv_tok_status st =
@@ -53,12 +54,17 @@ static int64_t even_fields(const struct csv_dialect* d, const uint8_t* data, int
   if (st == CSV_TOK_ENOMEM) return -2;
   if (rows->n_rows == 0) return 0;
   int64_t k = rows->row_first[1] - rows->row_first[0];
+  const struct csv_field* last0 = &rows->fields[k - 1];
+  int first_trails = first_may_trail && k > 1 && last0->len == 0 && last0->flags == 0;
+  int even = 1, even_under_trail = first_trails;
   for (int64_t r = 1; r < rows->n_rows; ++r) {
     int64_t n = rows->row_first[r + 1] - rows->row_first[r];
+    int trails = rows->fields[rows->row_first[r + 1] - 1].len == 0;
     // a trailing delimiter on data rows only is tolerated
-    if (n != k && !(n == k + 1 && rows->fields[rows->row_first[r + 1] - 1].len == 0)) return -1;
+    if (n != k && !(n == k + 1 && trails)) even = 0;
+    if (n != k - 1 && !(n == k && trails)) even_under_trail = 0;
   }
-  return k;
+  return even ? k : even_under_trail ? k - 1 : -1;
 }
 
 /// The delimiter when none was given: the candidate that splits the first
@@ -91,7 +97,7 @@ static int sniff_delimiter(const struct csv_dialect* base, const uint8_t* data, 
       if (d.escape == d.delimiter) d.escape = 0;
       if (d.comment == d.delimiter) d.comment = 0;
     }
-    int64_t k = even_fields(&d, data, start, size, &rows);
+    int64_t k = even_fields(&d, data, start, size, 0, &rows);
     if (k == -2) {
       sl_csv_rows_free(&rows);
       return ENOMEM;
@@ -136,13 +142,15 @@ static int sniff_comment(const struct csv_dialect* base, uint8_t delimiter, cons
     d.delimiter = delimiter != 0 ? delimiter : candidates[i];
     if (d.delimiter == d.quote || d.delimiter == d.escape) continue;
     d.comment = 0;
-    int64_t k = even_fields(&d, data, start, size, &rows);
+    int64_t k = even_fields(&d, data, start, size, 1, &rows);
     d.comment = hash;
-    int64_t k_hash = k == -2 ? -2 : even_fields(&d, data, start, size, &rows);
+    int64_t k_hash = k == -2 ? -2 : even_fields(&d, data, start, size, 1, &rows);
     if (k == -2 || k_hash == -2) {
       sl_csv_rows_free(&rows);
       return ENOMEM;
     }
+    // One row left is even by itself: no evidence ("#1,a" over "3,d").
+    if (rows.n_rows < 2) k_hash = -1;
     if (k > plain) plain = k;
     if (k_hash > skipped) skipped = k_hash;
     if (delimiter != 0) break;
@@ -608,7 +616,9 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
   l->dialect.stray_text = (uint8_t)o->stray_text;
   l->dialect.comment = (uint8_t)o->comment;
   l->dialect.impl = (uint8_t)o->impl;
-  if (!o->comment_given &&
+  // (Not with bad_rows=skip or missing_fields=null: the rows those take
+  // would look uneven, and their '#' rows were taken for comments, silently.)
+  if (!o->comment_given && !o->skip_bad_rows && !o->missing_null &&
       sniff_comment(&l->dialect, o->delimiter > 0 ? (uint8_t)o->delimiter : 0, a->data, start,
                     a->size, a->rows.max_row_fields, a->alloc, &l->dialect.comment) != 0) {
     return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
