@@ -1965,9 +1965,13 @@ static int readahead_view(struct sl_http_source* s, int64_t length, int consume,
     if (s->stream_end >= 0 && at >= s->stream_end) break;  // the last part may be gone
     int64_t pk = at / s->part_size;
     int64_t pw = at % s->part_size;
-    struct http_part* p = wait_part(s, pk, INT64_MAX, &rc, error);
+    // Only the bytes wanted of this part: a peek of 1 MiB + 64 KiB waited
+    // for a whole second part (2 MiB) from a server that stalled before.
+    struct http_part* p = wait_part(s, pk, pw + (length - copied), &rc, error);
     if (p == NULL || pw >= p->size) break;
-    int64_t take = p->size - pw < length - copied ? p->size - pw : length - copied;
+    int64_t have = (p->state == PART_READY ? p->size : p->filled) - pw;
+    if (have <= 0) break;  // (wait_part returns a part once it holds what was wanted)
+    int64_t take = have < length - copied ? have : length - copied;
     memcpy(data + copied, p->data + pw, (size_t)take);
     copied += take;
     at += take;

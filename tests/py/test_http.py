@@ -273,6 +273,8 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
     stall: the first GET of more than 100,000 bytes sends those and then
     nothing for 30 s. retryafter: as flaky, each 503 with Retry-After: 2.
     retrylong: every request a 429 with Retry-After: 3600.
+    norangestall: as norange, and a GET of more than 1,200,000 bytes sends
+    those (the CSV sample, 1 MiB + 64 KiB, and some) and then nothing for 30 s.
     cappednohead: as capped, and every HEAD refused with a 403; suffix416:
     a suffix range answered with a 416 and "bytes */SIZE", HEAD refused too."""
 
@@ -316,7 +318,8 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
             coded = mode in ("gzipped", "cestored", "gzmembers", "cecut", "zstframes",
                              "ceplain") or \
                 (mode == "gzipafter" and served > 1)
-        norange = mode in ("norange", "norangecutlm", "norange405", "norangelie")
+        norange = mode in ("norange", "norangecutlm", "norange405", "norangelie",
+                           "norangestall")
         no_etag = mode in ("norange", "lmchanged", "grown", "norangecutlm", "norange405",
                            "norangelie")
         if mode in ("norange405", "norangelie", "nototal405") and self.command == "HEAD":
@@ -413,6 +416,11 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
         if mode == "stall" and self.command == "GET" and len(chunk) > 100_000 and not srv.stalled:
             srv.stalled = True
             self.wfile.write(chunk[:100_000])
+            self.wfile.flush()
+            time.sleep(30)
+            return
+        if mode == "norangestall" and self.command == "GET" and len(chunk) > 1_200_000:
+            self.wfile.write(chunk[:1_200_000])
             self.wfile.flush()
             time.sleep(30)
             return
@@ -973,6 +981,22 @@ def test_retry_after_is_waited(sluice, fault_server, tmp_path):
     # every 503 was followed by its retry no sooner than asked
     gaps = [b - a for a, b in zip(srv.times, srv.times[1:])]
     assert len(srv.times) >= 2 and max(gaps) >= 1.9, gaps
+
+
+def test_rows_come_as_a_server_without_ranges_sends_them(sluice, fault_server):
+    """A server that ignores Range (Python's http.server) sends 1.2 MB of a
+    CSV and stalls: `cat -n 3` prints the rows that came and exits 0 at
+    once, as `curl | head` does (the stream waited for a 4 MiB window, and
+    the sample for a second whole 1 MiB part: the stall's timeout, then an
+    error)."""
+    rows = [f"{i},{'x' * (i % 50)},{i}.5" for i in range(120_000)]
+    text = "id,s,f\n" + "\n".join(rows) + "\n"
+    assert len(text) > 4 << 20
+    (fault_server["www"] / "big.csv").write_text(text)
+    proc = sluice.run_raw("cat", f"{fault_server['url']}/norangestall/big.csv", "-n", "3",
+                          "-t", "csv", timeout=25)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout.decode().splitlines() == ["id,s,f", *rows[:3]], proc.stdout
 
 
 def test_a_retry_after_past_the_cap_is_not_waited(sluice, fault_server):

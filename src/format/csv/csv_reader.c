@@ -666,6 +666,9 @@ static int csv_split_open(void* reader, const struct sl_split* split, const int6
 // field offsets of a chunk stay in cache while each column is converted;
 // chunks accumulate in the builders until the batch is full.
 #define CSV_CHUNK_ROWS 4096
+/// The CSV bytes a stream's batch holds before it may end with the rows that
+/// have arrived (csv_split_next).
+#define CSV_STREAM_BATCH_MIN ((int64_t)512 << 10)
 
 /// Out of memory decoding the rows from s->pos on.
 static int split_nomem(const struct csv_split_state* s, struct sluice_error* error) {
@@ -758,6 +761,13 @@ static int csv_split_next(void* state, struct ArrowArray* out, struct sluice_err
     int64_t want = r->batch_size - total, got = 0;
     if (want > CSV_CHUNK_ROWS) want = CSV_CHUNK_ROWS;
     int rc = decode_chunk(s, want, r->opts.batch_bytes - (s->pos - start), &got, error);
+    // A stream's batch of 512 KiB or more ends with its window's rows
+    // (pyarrow's streaming reader yields 1 MiB blocks): refilling first
+    // could wait on a slow source for bytes the consumer does not need yet
+    // (`-n 3` of a server that stalled; the first batch holds the sample's
+    // 1 MiB), and batches stay that large while bytes trickle in.
+    if (rc == 0 && got == 0 && r->stream && total > 0 && s->pos - start >= CSV_STREAM_BATCH_MIN)
+      break;
     if (rc == 0 && got == 0 && r->stream && !s->eof && s->pos < s->stop) {
       int64_t shift = 0;
       rc = sl_csv_stream_fill(s, s->need_more, &shift, error);

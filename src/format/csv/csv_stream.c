@@ -150,6 +150,17 @@ int sl_csv_stream_fill(struct csv_split_state* s, int force, int64_t* shift,
   *shift = keep;
   // The decoder found the row at pos unfinished in the window's bytes.
   int seen = force;
+  if (!force && !s->eof && s->window != NULL && !r->ranged) {
+    // Whole rows the last read brought beside the header (stream start) go
+    // to the decoder first: reading first would wait on a slow stream for
+    // bytes not needed yet.
+    int64_t ready = lines_end(s->window, s->pos, s->win_len, r->layout.dialect.escape);
+    if (ready > s->pos) {
+      s->data = s->window;
+      s->limit = ready;
+      return 0;
+    }
+  }
   for (;;) {
     if (!s->eof) {
       if (s->win_len == s->win_cap && s->win_len - s->pos >= r->opts.max_row_bytes) {
@@ -187,8 +198,11 @@ int sl_csv_stream_fill(struct csv_split_state* s, int force, int64_t* shift,
       if (r->ranged) {
         SL_RETURN_NOT_OK(sl_csv_ranged_read(s, error));
       } else {
+        // What has arrived (a remote stream's, an inflated chunk's rest):
+        // its rows are decoded while the rest comes, rather than waiting
+        // for the window to fill (4 MiB or more from a slow server).
         struct sl_view v;
-        SL_RETURN_NOT_OK(sl_source_read_next(r->source, s->win_cap - s->win_len, &v, error));
+        SL_RETURN_NOT_OK(sl_source_read_some(r->source, s->win_cap - s->win_len, &v, error));
         if (v.size <= 0) {
           s->eof = 1;
         } else {
@@ -231,7 +245,7 @@ int sl_csv_stream_start(struct csv_split_state* s, struct sluice_error* error) {
   // The header (and a BOM) are in the first bytes: read up to them, then skip.
   while (!s->eof && s->win_len < r->layout.data_start) {
     struct sl_view v;
-    SL_RETURN_NOT_OK(sl_source_read_next(r->source, s->win_cap - s->win_len, &v, error));
+    SL_RETURN_NOT_OK(sl_source_read_some(r->source, s->win_cap - s->win_len, &v, error));
     if (v.size <= 0) s->eof = 1;
     int64_t take = v.size < s->win_cap - s->win_len ? v.size : s->win_cap - s->win_len;
     if (take > 0) memcpy(s->window + s->win_len, v.data, (size_t)take);
