@@ -21,6 +21,9 @@
 #include "core/sl_error.h"
 #include "core/sl_utf8.h"
 
+/// The delimiters sniffing tries, in order of preference on a tie.
+static const uint8_t k_delimiters[4] = {',', ';', '\t', '|'};
+
 int64_t sl_csv_line_of(const uint8_t* data, int64_t offset) {
   return 1 + sl_csv_count_byte(data, offset, '\n');
 }
@@ -77,20 +80,19 @@ static int64_t even_fields(const struct csv_dialect* d, const uint8_t* data, int
 static int sniff_delimiter(const struct csv_dialect* base, const uint8_t* data, int64_t start,
                            int64_t size, int64_t max_fields, const struct sluice_allocator* alloc,
                            uint8_t* out, uint8_t* clash) {
-  static const uint8_t candidates[] = {',', ';', '\t', '|'};
   int64_t best_k = -1, clash_k = -1;
   *clash = 0;
   *out = ',';
-  for (size_t i = sizeof candidates; i-- > 0;) {
-    uint8_t c = candidates[i];
+  for (size_t i = sizeof k_delimiters; i-- > 0;) {
+    uint8_t c = k_delimiters[i];
     if (c != base->quote && c != base->escape) *out = c;
   }
   struct csv_rows rows;
   sl_csv_rows_init(&rows, alloc);
   rows.max_row_fields = max_fields;
-  for (size_t i = 0; i < sizeof candidates; ++i) {
+  for (size_t i = 0; i < sizeof k_delimiters; ++i) {
     struct csv_dialect d = *base;
-    d.delimiter = candidates[i];
+    d.delimiter = k_delimiters[i];
     int clashes = d.delimiter == d.quote || d.delimiter == d.escape || d.delimiter == d.comment;
     if (clashes) {  // its role off, to see whether it would be the delimiter
       if (d.quote == d.delimiter) d.quote = 0;
@@ -125,7 +127,6 @@ static int sniff_delimiter(const struct csv_dialect* base, const uint8_t* data, 
 static int sniff_comment(const struct csv_dialect* base, uint8_t delimiter, const uint8_t* data,
                          int64_t start, int64_t size, int64_t max_fields,
                          const struct sluice_allocator* alloc, uint8_t* out) {
-  static const uint8_t candidates[] = {',', ';', '\t', '|'};
   const uint8_t hash = '#';
   *out = 0;
   if (base->quote == hash || base->escape == hash || delimiter == hash) return 0;
@@ -137,9 +138,9 @@ static int sniff_comment(const struct csv_dialect* base, uint8_t delimiter, cons
   sl_csv_rows_init(&rows, alloc);
   rows.max_row_fields = max_fields;
   int64_t plain = -1, skipped = -1;
-  for (size_t i = 0; i < sizeof candidates; ++i) {
+  for (size_t i = 0; i < sizeof k_delimiters; ++i) {
     struct csv_dialect d = *base;
-    d.delimiter = delimiter != 0 ? delimiter : candidates[i];
+    d.delimiter = delimiter != 0 ? delimiter : k_delimiters[i];
     if (d.delimiter == d.quote || d.delimiter == d.escape) continue;
     d.comment = 0;
     int64_t k = even_fields(&d, data, start, size, 1, &rows);
@@ -164,7 +165,6 @@ static int sniff_comment(const struct csv_dialect* base, uint8_t delimiter, cons
 /// and reads consistently with '\'' as the quote, which matters there (see
 /// below); else '"'. `cr_lines`: a CR also starts a line.
 static uint8_t sniff_quote(const uint8_t* data, int64_t start, int64_t end, int cr_lines) {
-  static const char k_delims[] = ",;\t|";
   if (end <= start || memchr(data + start, '"', (size_t)(end - start)) == NULL) {
     // Reads the sample with ' as the quote. Apostrophes are common in text
     // ("don't", "'90s"), and a wrong quote silently merges rows, so ' is
@@ -180,7 +180,7 @@ static uint8_t sniff_quote(const uint8_t* data, int64_t start, int64_t end, int 
     for (int64_t i = start; i < end; ++i) {
       uint8_t c = data[i];
       int new_line = c == '\n' || (cr_lines && c == '\r');
-      int delim = memchr(k_delims, c, 4) != NULL;
+      int delim = memchr(k_delimiters, c, sizeof k_delimiters) != NULL;
       line_delims += delim;  // read plainly, every delimiter counts
       if (new_line) {
         if (first >= 0 && line_delims != first) plain_uneven = 1;
@@ -193,7 +193,9 @@ static uint8_t sniff_quote(const uint8_t* data, int64_t start, int64_t end, int 
             continue;
           }
           uint8_t next = i + 1 < end ? data[i + 1] : '\n';
-          if (!(next == '\n' || next == '\r' || memchr(k_delims, next, 4) != NULL)) return '"';
+          if (!(next == '\n' || next == '\r' ||
+                memchr(k_delimiters, next, sizeof k_delimiters) != NULL))
+            return '"';
           in_quote = 0;
           field_start = 0;
           one_line_delim += holds_delim && !multiline;
@@ -347,9 +349,8 @@ static int tok_error(struct analysis* a, enum csv_tok_status st, int64_t err_pos
   return sl_error_set(error, EILSEQ, "%s: line %lld (byte %lld): %s%s", a->name,
                       (long long)sl_csv_line_of(a->data, err_pos), (long long)err_pos,
                       sl_csv_tok_message(st),
-                      sl_csv_tok_hint(a->opts, &a->out->dialect, st,
-                                      err_pos > 0 && a->data[err_pos - 1] == '\\', hint,
-                                      sizeof hint));
+                      sl_csv_tok_hint(a->opts, &a->out->dialect, st, a->data, err_pos,
+                                      hint, sizeof hint));
 }
 
 /// bad_rows=skip: a row after the first one wider than max_columns has no

@@ -164,12 +164,13 @@ enum csv_tok_status {
 
 /// The error text of a tokenizer status other than OK and ENOMEM.
 const char* sl_csv_tok_message(enum csv_tok_status st);
-/// What to add to sl_csv_tok_message's text: escape=backslash for a stray
-/// quote right after a backslash (`after_backslash`), else for a sniffed
-/// dialect, or the max_columns option (into buf, "" when nothing; cap >= 256).
+/// What to add to sl_csv_tok_message's text for the error at data[err_pos]:
+/// escape=backslash for a stray quote right after a backslash, else for a
+/// sniffed dialect, or the max_columns option (into buf, "" when nothing;
+/// cap >= 256).
 const char* sl_csv_tok_hint(const struct csv_options* o, const struct csv_dialect* d,
-                            enum csv_tok_status st, int after_backslash, char* buf,
-                            size_t cap);
+                            enum csv_tok_status st, const uint8_t* data, int64_t err_pos,
+                            char* buf, size_t cap);
 
 /// The offset in a field's raw bytes p[0, len) of the first quote character
 /// RFC 4180 does not allow there: one that is not the field's first byte

@@ -726,9 +726,8 @@ again:
       char hint[320];
       return sl_error_set(error, EILSEQ, "%s: line %" PRId64 " (byte %" PRId64 "): %s%s",
                           r->name, line, at, sl_csv_tok_message(st),
-                          sl_csv_tok_hint(&r->opts, &r->layout.dialect, st,
-                                          err_pos > 0 && s->data[err_pos - 1] == '\\', hint,
-                                          sizeof hint));
+                          sl_csv_tok_hint(&r->opts, &r->layout.dialect, st, s->data,
+                                          err_pos, hint, sizeof hint));
     }
   }
   if (s->rows.n_rows == 0) return 0;

@@ -654,10 +654,10 @@ const char* sl_csv_tok_message(enum csv_tok_status st) {
 }
 
 const char* sl_csv_tok_hint(const struct csv_options* o, const struct csv_dialect* d,
-                            enum csv_tok_status st, int after_backslash, char* buf,
-                            size_t cap) {
+                            enum csv_tok_status st, const uint8_t* data, int64_t err_pos,
+                            char* buf, size_t cap) {
   buf[0] = '\0';
-  if (st == CSV_TOK_STRAY_QUOTE && after_backslash && d->escape == 0) {
+  if (st == CSV_TOK_STRAY_QUOTE && err_pos > 0 && data[err_pos - 1] == '\\' && d->escape == 0) {
     // "x\"y" (pandas' and MySQL's escapechar) is not RFC 4180: say so first.
     snprintf(buf, cap, "; the quote follows a backslash: for a file that escapes quotes so "
              "(\\\"), give escape=backslash");
